@@ -1,0 +1,3 @@
+from landbot.cli import main
+
+main()

@@ -1,0 +1,190 @@
+"""The `landbot` command line: thin, one function per command.
+
+Each command imports its stage lazily, so a command pays only for what it uses (the sandbox
+runner in particular must start fast). Errors end in one line on stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+
+from landbot.errors import LandbotError, NotBuiltError
+
+app = typer.Typer(
+    name="landbot",
+    help="Keeps a GitHub merge queue moving: notices dropped pull requests, works out why, "
+    "fixes them in a sandbox, and puts them back or hands them back.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+triage_app = typer.Typer(help="Explain CI failures.", no_args_is_help=True)
+quest_app = typer.Typer(help="Validate and merge quest trees.", no_args_is_help=True)
+sandbox_app = typer.Typer(help="The fixer's sandbox.", no_args_is_help=True)
+fixer_app = typer.Typer(help="The land fixer.", no_args_is_help=True)
+app.add_typer(triage_app, name="triage")
+app.add_typer(quest_app, name="quest")
+app.add_typer(sandbox_app, name="sandbox")
+app.add_typer(fixer_app, name="fixer")
+
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--config", help="Settings file (default: config/landbot.toml).", dir_okay=False),
+]
+RepoOpt = Annotated[
+    list[str] | None, typer.Option("--repo", help="OWNER/NAME (repeatable).", show_default=False)
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for tools.")]
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    typer.echo(f"landbot: {message}", err=True)
+    raise typer.Exit(code)
+
+
+# --- pipeline -------------------------------------------------------------------------
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
+    config: ConfigOpt = None,
+) -> None:
+    """Webhook receiver, worker and dashboard in one process."""
+    raise NotBuiltError("serve", "intake")
+
+
+@app.command()
+def worker(config: ConfigOpt = None) -> None:
+    """The worker alone (several may share a PostgreSQL store)."""
+    raise NotBuiltError("worker", "intake")
+
+
+@app.command()
+def poll(
+    repo: RepoOpt = None,
+    no_process: Annotated[
+        bool, typer.Option("--no-process", help="Only record drops for a running worker.")
+    ] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """One reconciliation sweep of the merge queues, then exit."""
+    raise NotBuiltError("poll", "intake")
+
+
+@app.command()
+def retry(
+    pr: Annotated[int, typer.Argument(help="Pull request number.")],
+    repo: Annotated[str | None, typer.Option("--repo", help="OWNER/NAME.")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Re-run triage and a land attempt for one pull request."""
+    raise NotBuiltError("retry", "intake")
+
+
+@app.command()
+def status(
+    repo: Annotated[str | None, typer.Option("--repo", help="OWNER/NAME.")] = None,
+    json_: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Drops, jobs and outcomes, newest first."""
+    raise NotBuiltError("status", "intake")
+
+
+@app.command()
+def demo(
+    agent: Annotated[str, typer.Option(help="Agent to use: scripted or codex.")] = "scripted",
+    json_: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """The whole pipeline on an embedded simulated GitHub, real git and the real sandbox."""
+    raise NotBuiltError("demo", "demo")
+
+
+# --- triage ---------------------------------------------------------------------------
+
+
+@triage_app.command("log")
+def triage_log(
+    file: Annotated[Path, typer.Argument(help="A GitHub Actions job log.")],
+    json_: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Explain one GitHub Actions job log: failing step, error lines, class."""
+    raise NotBuiltError("triage log", "triage")
+
+
+# --- quest ----------------------------------------------------------------------------
+
+
+@quest_app.command("check")
+def quest_check(
+    root: Annotated[Path, typer.Option(help="Repository root.")] = Path("."),
+    base: Annotated[str | None, typer.Option(help="Base revision to compare with.")] = None,
+    branch: Annotated[str | None, typer.Option(help="The pull request's branch name.")] = None,
+    json_: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Validate a quest tree."""
+    raise NotBuiltError("quest check", "quest")
+
+
+@quest_app.command("merge-driver")
+def quest_merge_driver(
+    base: Annotated[Path, typer.Argument(help="%O: the common ancestor's version.")],
+    ours: Annotated[Path, typer.Argument(help="%A: our version; the result is written here.")],
+    theirs: Annotated[Path, typer.Argument(help="%B: their version.")],
+    path: Annotated[str | None, typer.Argument(help="%P: the path in the repository.")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Git merge driver for quest files."""
+    raise NotBuiltError("quest merge-driver", "quest")
+
+
+# --- sandbox and fixer ----------------------------------------------------------------
+
+
+@sandbox_app.command(
+    "run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
+)
+def sandbox_run(
+    ctx: typer.Context,
+    workdir: Annotated[Path, typer.Option(help="Work tree, writable inside the sandbox.")],
+    timeout: Annotated[float, typer.Option(help="Wall-clock limit in seconds.")] = 600.0,
+    memory: Annotated[int, typer.Option(help="Memory cap in MB.")] = 2048,
+    config: ConfigOpt = None,
+) -> None:
+    """Run one command in the fixer sandbox: `landbot sandbox run --workdir DIR -- CMD ...`."""
+    raise NotBuiltError("sandbox run", "fixer")
+
+
+@fixer_app.command("run")
+def fixer_run(
+    workdir: Annotated[Path, typer.Option(help="A local checkout.")],
+    evidence: Annotated[Path | None, typer.Option(help="Evidence JSON from triage.")] = None,
+    agent: Annotated[str | None, typer.Option(help="command, codex, claude or opencode.")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Run one land-fixer job on a local checkout; prints the verdict JSON."""
+    raise NotBuiltError("fixer run", "fixer")
+
+
+def main() -> None:
+    try:
+        app()
+    except LandbotError as exc:
+        typer.echo(f"landbot: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        typer.echo("landbot: interrupted", err=True)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+"""Settings: environment `LANDBOT_…` (``__`` for nesting) over a TOML file over defaults.
+
+The TOML file is `config/landbot.toml` in the current directory, or the file given with
+``--config``. Secrets are ``SecretStr`` so they never show up in a repr or a log line.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from landbot.errors import LandbotError
+
+DEFAULT_CONFIG_FILE = Path("config/landbot.toml")
+
+# The TOML file for the settings being loaded; a context variable so tests and commands
+# can load different files without mutating the class.
+_toml_file: contextvars.ContextVar[Path | None] = contextvars.ContextVar(
+    "landbot_toml_file", default=None
+)
+
+
+class GitHubSettings(BaseModel):
+    api_url: str = "https://api.github.com"
+    token: SecretStr | None = None
+    app_id: int | None = None
+    private_key_file: Path | None = None
+    webhook_secret: SecretStr | None = None
+    git_url: str = "https://github.com/{owner}/{repo}.git"
+
+    @field_validator("api_url")
+    @classmethod
+    def _strip_slash(cls, v: str) -> str:
+        return v.rstrip("/")
+
+    @property
+    def graphql_url(self) -> str:
+        return f"{self.api_url}/graphql"
+
+
+class PolicySettings(BaseModel):
+    """What landbot does per normalized drop reason (the decision function reads this)."""
+
+    max_requeues_per_head: int = Field(1, ge=0)
+    max_fixer_attempts_per_head: int = Field(1, ge=0)
+    skip_label: str = "landbot:skip"
+
+
+class FixerSettings(BaseModel):
+    agent: str = "command"
+    command: list[str] = Field(default_factory=list)
+    model_url: str | None = None
+    model_api_key: SecretStr | None = None
+    concurrency: int = Field(1, ge=1)
+    protected_paths: list[str] = Field(default_factory=lambda: [".github/workflows/**"])
+
+
+class SandboxSettings(BaseModel):
+    read_only: list[Path] = Field(default_factory=list)
+    allowed_hosts: list[str] = Field(default_factory=list)
+    uid: int = 65534
+    gid: int = 65534
+
+
+class TriageRule(BaseModel):
+    pattern: str
+    # One of the classes of design.md; validated by triage when it compiles the rules.
+    class_: str = Field(alias="class")
+
+
+class TriageSettings(BaseModel):
+    rules: list[TriageRule] = Field(default_factory=list)
+    max_log_bytes: int = Field(20 * 1024 * 1024, ge=1024)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="LANDBOT_",
+        env_nested_delimiter="__",
+        extra="ignore",
+        populate_by_name=True,
+    )
+
+    github: GitHubSettings = Field(default_factory=GitHubSettings)
+    database_url: str = "sqlite:///./landbot.db"
+    repos: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    policy: PolicySettings = Field(default_factory=PolicySettings)
+    fixer: FixerSettings = Field(default_factory=FixerSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    triage: TriageSettings = Field(default_factory=TriageSettings)
+
+    @field_validator("repos", mode="before")
+    @classmethod
+    def _parse_repos(cls, v: Any) -> list[str]:
+        # Accept "a/b,c/d", a JSON list, a list of strings, or TOML's [[repos]] tables.
+        if v is None or v == "":
+            return []
+        if isinstance(v, str):
+            text = v.strip()
+            if text.startswith("["):
+                v = json.loads(text)
+            else:
+                v = [part for part in (p.strip() for p in text.split(",")) if part]
+        out: list[str] = []
+        for item in v:
+            if isinstance(item, dict):
+                if "owner" in item and "name" in item:
+                    item = f"{item['owner']}/{item['name']}"
+                else:
+                    item = item.get("name") or item.get("repo") or ""
+            name = str(item).strip()
+            if name.count("/") != 1 or name.startswith("/") or name.endswith("/"):
+                raise ValueError(f"{name!r} is not OWNER/NAME")
+            out.append(name)
+        return out
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [
+            init_settings,
+            env_settings,
+            file_secret_settings,
+        ]
+        toml = _toml_file.get()
+        if toml is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml))
+        return tuple(sources)
+
+    def watches(self, repo: str) -> bool:
+        """Whether `repo` is one landbot acts on (every repository when none is listed)."""
+        return not self.repos or repo.lower() in {r.lower() for r in self.repos}
+
+
+# Environment variable name for each settings path, for error messages and the docs.
+def env_name(loc: tuple[str | int, ...]) -> str:
+    parts = [str(p) for p in loc if not isinstance(p, int)]
+    parts = ["class" if p == "class_" else p for p in parts]
+    return "LANDBOT_" + "__".join(p.upper() for p in parts)
+
+
+def load_settings(config_file: Path | None = None) -> Settings:
+    """Load the settings, or raise LandbotError with one line naming the key and the fix."""
+    if config_file is not None and not config_file.is_file():
+        raise LandbotError(f"config file {config_file} does not exist; pass an existing --config")
+    toml = config_file if config_file is not None else DEFAULT_CONFIG_FILE
+    token = _toml_file.set(toml if toml.is_file() else None)
+    try:
+        return Settings()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = env_name(tuple(err["loc"]))
+        msg = err["msg"].rstrip(".")
+        raise LandbotError(
+            f"setting {name} is invalid: {msg}; fix it in the environment or in {toml}"
+        ) from None
+    except (ValueError, OSError) as exc:  # a TOML syntax error, an unreadable file
+        raise LandbotError(f"cannot read settings from {toml}: {exc}; fix the file") from None
+    finally:
+        _toml_file.reset(token)
+
+
+def require(value: Any, name: str, toml_key: str) -> Any:
+    """Return `value`, or fail with the one line that says which setting is missing."""
+    if value is None or value == "" or value == []:
+        raise LandbotError(
+            f"setting {name} is not set; set it in the environment or as {toml_key} "
+            "in config/landbot.toml"
+        )
+    return value

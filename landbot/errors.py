@@ -1,0 +1,17 @@
+"""Errors that end a command with one clear line (exit 2) instead of a traceback."""
+
+
+class LandbotError(Exception):
+    """A usage or environment problem: the message is one line naming the problem and the fix."""
+
+    exit_code = 2
+
+
+class NotBuiltError(LandbotError):
+    """A contract command whose stage does not exist yet."""
+
+    def __init__(self, command: str, stage: str) -> None:
+        super().__init__(
+            f"`landbot {command}` is not built yet: the {stage} stage has not landed "
+            "(see the open issues); nothing was done"
+        )
