@@ -32,12 +32,20 @@ _toml_file: contextvars.ContextVar[Path | None] = contextvars.ContextVar(
 
 
 class GitHubSettings(BaseModel):
-    api_url: str = "https://api.github.com"
-    token: SecretStr | None = None
-    app_id: int | None = None
-    private_key_file: Path | None = None
-    webhook_secret: SecretStr | None = None
-    git_url: str = "https://github.com/{owner}/{repo}.git"
+    api_url: str = Field(
+        "https://api.github.com",
+        description="REST base URL; GraphQL is at <api_url>/graphql (GitHub Enterprise, a fake)",
+    )
+    token: SecretStr | None = Field(
+        None, description="a token (for a scheduled Action), instead of App auth"
+    )
+    app_id: int | None = Field(None, description="GitHub App ID (App auth)")
+    private_key_file: Path | None = Field(None, description="the App's private key, PEM (App auth)")
+    webhook_secret: SecretStr | None = Field(None, description="webhook HMAC secret")
+    git_url: str = Field(
+        "https://github.com/{owner}/{repo}.git",
+        description="clone/push URL template ({owner}, {repo}); file:// in tests",
+    )
 
     @field_validator("api_url")
     @classmethod
@@ -52,25 +60,36 @@ class GitHubSettings(BaseModel):
 class PolicySettings(BaseModel):
     """What landbot does per normalized drop reason (the decision function reads this)."""
 
-    max_requeues_per_head: int = Field(1, ge=0)
-    max_fixer_attempts_per_head: int = Field(1, ge=0)
-    skip_label: str = "landbot:skip"
+    max_requeues_per_head: int = Field(1, ge=0, description="automatic re-enqueues per PR head")
+    max_fixer_attempts_per_head: int = Field(1, ge=0, description="fixer jobs per PR head")
+    skip_label: str = Field("landbot:skip", description="label that opts a PR out")
 
 
 class FixerSettings(BaseModel):
-    agent: str = "command"
-    command: list[str] = Field(default_factory=list)
-    model_url: str | None = None
-    model_api_key: SecretStr | None = None
-    concurrency: int = Field(1, ge=1)
-    protected_paths: list[str] = Field(default_factory=lambda: [".github/workflows/**"])
+    agent: str = Field("command", description="command, codex, claude or opencode")
+    command: list[str] = Field(
+        default_factory=list, description="argv of the command agent (JSON list in env)"
+    )
+    model_url: str | None = Field(None, description="model endpoint the proxy forwards to")
+    model_api_key: SecretStr | None = Field(
+        None, description="provider key, added by the proxy; never enters the sandbox"
+    )
+    concurrency: int = Field(1, ge=1, description="fixer jobs at a time")
+    protected_paths: list[str] = Field(
+        default_factory=lambda: [".github/workflows/**"],
+        description="globs a fix may not touch (JSON list in env)",
+    )
 
 
 class SandboxSettings(BaseModel):
-    read_only: list[Path] = Field(default_factory=list)
-    allowed_hosts: list[str] = Field(default_factory=list)
-    uid: int = 65534
-    gid: int = 65534
+    read_only: list[Path] = Field(
+        default_factory=list, description="extra host paths visible read-only (JSON list in env)"
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list, description="package registries the sandbox may reach"
+    )
+    uid: int = Field(65534, description="unprivileged uid the sandbox runs as")
+    gid: int = Field(65534, description="its gid")
 
 
 class TriageRule(BaseModel):
@@ -80,8 +99,13 @@ class TriageRule(BaseModel):
 
 
 class TriageSettings(BaseModel):
-    rules: list[TriageRule] = Field(default_factory=list)
-    max_log_bytes: int = Field(20 * 1024 * 1024, ge=1024)
+    rules: list[TriageRule] = Field(
+        default_factory=list,
+        description="extra classification rules: [[triage.rules]] pattern, class",
+    )
+    max_log_bytes: int = Field(
+        20 * 1024 * 1024, ge=1024, description="bytes of a job log kept (the tail)"
+    )
 
 
 class Settings(BaseSettings):
@@ -93,8 +117,13 @@ class Settings(BaseSettings):
     )
 
     github: GitHubSettings = Field(default_factory=GitHubSettings)
-    database_url: str = "sqlite:///./landbot.db"
-    repos: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    database_url: str = Field(
+        "sqlite:///./landbot.db", description="SQLite file, or postgresql://… for replicas"
+    )
+    repos: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="repositories to watch, owner/name comma-separated (or a JSON list)",
+    )
     policy: PolicySettings = Field(default_factory=PolicySettings)
     fixer: FixerSettings = Field(default_factory=FixerSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
@@ -185,3 +214,44 @@ def require(value: Any, name: str, toml_key: str) -> Any:
             "in config/landbot.toml"
         )
     return value
+
+
+def reference() -> list[tuple[str, str, str, str]]:
+    """(environment variable, TOML key, default, meaning) for every setting, in order."""
+    rows: list[tuple[str, str, str, str]] = []
+
+    def walk(model: type[BaseModel], path: tuple[str, ...]) -> None:
+        for name, field in model.model_fields.items():
+            key = field.alias or name
+            ann = field.annotation
+            if isinstance(ann, type) and issubclass(ann, BaseModel) and ann is not TriageRule:
+                walk(ann, (*path, key))
+                continue
+            value = (
+                field.default_factory()  # type: ignore[call-arg]
+                if field.default_factory is not None
+                else field.default
+            )
+            default = (
+                ""
+                if value is None
+                else json.dumps(value)
+                if isinstance(value, list)
+                else str(value)
+            )
+            toml = (f"[{'.'.join(path)}] " if path else "") + key
+            rows.append((env_name((*path, key)), toml, default, field.description or ""))
+
+    walk(Settings, ())
+    return rows
+
+
+def reference_markdown() -> str:
+    lines = ["| environment | TOML | default | meaning |", "|---|---|---|---|"]
+    for env, toml, default, meaning in reference():
+        lines.append(f"| `{env}` | `{toml}` | {f'`{default}`' if default else ''} | {meaning} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(reference_markdown(), end="")

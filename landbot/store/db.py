@@ -1,0 +1,88 @@
+"""Engines and schema migrations.
+
+SQLite (the default, in WAL mode so the web process and workers read while one writes) or
+PostgreSQL by URL. Migrations are Alembic revisions shipped inside the package and applied
+programmatically: `landbot` upgrades the database in place when it opens it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+
+from landbot.errors import LandbotError
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def make_engine(url: str) -> sa.Engine:
+    """An engine for `url`; SQLite gets WAL, a busy timeout and foreign keys."""
+    try:
+        parsed = sa.engine.make_url(url)
+    except sa.exc.ArgumentError:
+        raise LandbotError(
+            f"setting LANDBOT_DATABASE_URL is invalid: {url!r} is not a database URL; "
+            "use sqlite:///./landbot.db or postgresql+psycopg://user@host/db"
+        ) from None
+    if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")  # psycopg 3, not psycopg2
+    kwargs: dict[str, Any] = {"future": True}
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
+    else:
+        kwargs["pool_pre_ping"] = True
+    engine = sa.create_engine(parsed, **kwargs)
+    if parsed.get_backend_name() == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+        # pysqlite's own transaction handling defers BEGIN; take it over so a write
+        # transaction starts with BEGIN IMMEDIATE and lease races serialize cleanly.
+        event.listen(engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN IMMEDIATE"))
+    return engine
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    dbapi_conn.isolation_level = None  # autocommit at the driver; SQLAlchemy emits BEGIN
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def _alembic_config(connection: sa.Connection) -> Any:
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+def upgrade(engine: sa.Engine, revision: str = "head") -> None:
+    """Bring the schema to `revision` (default: the newest), keeping the data."""
+    from alembic import command
+
+    with engine.connect() as conn:
+        command.upgrade(_alembic_config(conn), revision)
+        conn.commit()
+
+
+def current_revision(engine: sa.Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
+    cfg = _alembic_config(None)  # type: ignore[arg-type]  # no connection needed to read heads
+    head = ScriptDirectory.from_config(cfg).get_current_head()
+    assert head is not None
+    return head

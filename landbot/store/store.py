@@ -1,0 +1,452 @@
+"""The store: every durable fact landbot keeps, behind small typed methods.
+
+Each method is one short transaction. Leases make work survive a killed worker: a job or a
+delivery whose lease expired is handed to the next worker that asks.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from landbot.store import db
+from landbot.store.tables import actions, budgets, comments, deliveries, drops, jobs
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A leased row (delivery or job): its id, what it holds, and which attempt this is."""
+
+    id: int
+    kind: str
+    payload: Any
+    attempts: int
+    owner: str
+
+
+@dataclass(frozen=True)
+class Budget:
+    requeues: int = 0
+    fixer_attempts: int = 0
+
+
+class Store:
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+
+    @classmethod
+    def open(cls, url: str, *, migrate: bool = True) -> Store:
+        engine = db.make_engine(url)
+        if migrate:
+            db.upgrade(engine)
+        return cls(engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def tx(self) -> Iterator[sa.Connection]:
+        with self.engine.begin() as conn:
+            yield conn
+
+    def ping(self) -> bool:
+        try:
+            with self.engine.connect() as conn:
+                conn.execute(sa.text("SELECT 1"))
+            return True
+        except sa.exc.SQLAlchemyError:
+            return False
+
+    # --- deliveries ------------------------------------------------------------------
+
+    def record_delivery(
+        self, delivery_id: str, event: str, action: str | None, repo: str | None, body: bytes
+    ) -> bool:
+        """Store a webhook delivery once; False when this delivery id was already stored."""
+        now = utcnow()
+        with self.tx() as conn:
+            exists = conn.execute(
+                sa.select(deliveries.c.id).where(deliveries.c.delivery_id == delivery_id)
+            ).first()
+            if exists:
+                return False
+            conn.execute(
+                deliveries.insert().values(
+                    delivery_id=delivery_id,
+                    event=event,
+                    action=action,
+                    repo=repo,
+                    body=body,
+                    received_at=now,
+                    status="pending",
+                )
+            )
+            return True
+
+    def lease_delivery(self, owner: str, ttl: dt.timedelta) -> Lease | None:
+        row = self._lease(deliveries, owner, ttl)
+        if row is None:
+            return None
+        return Lease(row.id, row.event, row, row.attempts, owner)
+
+    def finish_delivery(
+        self, delivery_row_id: int, owner: str, status: str = "done", error: str | None = None
+    ) -> bool:
+        return self._finish(deliveries, delivery_row_id, owner, status, error=error)
+
+    # --- jobs ------------------------------------------------------------------------
+
+    def add_job(
+        self,
+        kind: str,
+        payload: Mapping[str, Any],
+        *,
+        dedupe_key: str | None = None,
+        drop_id: int | None = None,
+        not_before: dt.datetime | None = None,
+    ) -> int | None:
+        """Queue a job; None when a job with this dedupe key exists already."""
+        now = utcnow()
+        with self.tx() as conn:
+            if dedupe_key is not None:
+                found = conn.execute(
+                    sa.select(jobs.c.id).where(jobs.c.dedupe_key == dedupe_key)
+                ).first()
+                if found:
+                    return None
+            res = conn.execute(
+                jobs.insert().values(
+                    kind=kind,
+                    payload=dict(payload),
+                    dedupe_key=dedupe_key,
+                    drop_id=drop_id,
+                    not_before=not_before,
+                    status="queued",
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            pk = res.inserted_primary_key
+            assert pk is not None
+            return int(pk[0])
+
+    def lease_job(
+        self, owner: str, ttl: dt.timedelta, kinds: tuple[str, ...] | None = None
+    ) -> Lease | None:
+        row = self._lease(jobs, owner, ttl, kinds=kinds)
+        if row is None:
+            return None
+        return Lease(row.id, row.kind, row.payload, row.attempts, owner)
+
+    def renew_lease(self, table: str, row_id: int, owner: str, ttl: dt.timedelta) -> bool:
+        t = {"jobs": jobs, "deliveries": deliveries}[table]
+        with self.tx() as conn:
+            res = conn.execute(
+                t.update()
+                .where(t.c.id == row_id, t.c.lease_owner == owner, t.c.status == "leased")
+                .values(lease_expires_at=utcnow() + ttl)
+            )
+            return res.rowcount == 1
+
+    def finish_job(
+        self,
+        job_id: int,
+        owner: str,
+        status: str = "done",
+        *,
+        result: Any = None,
+        error: str | None = None,
+    ) -> bool:
+        """Close a job this worker holds; False when the lease was lost to another worker."""
+        return self._finish(jobs, job_id, owner, status, result=result, error=error)
+
+    def cancel_jobs(self, dedupe_prefix: str) -> int:
+        """Cancel queued jobs whose dedupe key starts with `dedupe_prefix` (an old head)."""
+        with self.tx() as conn:
+            res = conn.execute(
+                jobs.update()
+                .where(jobs.c.status == "queued", jobs.c.dedupe_key.startswith(dedupe_prefix))
+                .values(status="cancelled", updated_at=utcnow())
+            )
+            return res.rowcount
+
+    def job(self, job_id: int) -> sa.Row[Any] | None:
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(jobs).where(jobs.c.id == job_id)).first()
+
+    def jobs(self, status: str | None = None) -> list[sa.Row[Any]]:
+        q = sa.select(jobs).order_by(jobs.c.id)
+        if status is not None:
+            q = q.where(jobs.c.status == status)
+        with self.engine.connect() as conn:
+            return list(conn.execute(q))
+
+    # --- drops -----------------------------------------------------------------------
+
+    def add_drop(
+        self,
+        *,
+        repo: str,
+        pr: int,
+        head_sha: str,
+        reason: str,
+        source: str,
+        dedupe_key: str,
+        raw_reason: str | None = None,
+        merge_group_sha: str | None = None,
+        observed_at: dt.datetime | None = None,
+    ) -> tuple[int, bool]:
+        """Record a drop once per dedupe key; returns (drop id, created)."""
+        now = utcnow()
+        with self.tx() as conn:
+            found = conn.execute(
+                sa.select(drops.c.id).where(drops.c.dedupe_key == dedupe_key)
+            ).first()
+            if found:
+                if merge_group_sha:
+                    conn.execute(
+                        drops.update()
+                        .where(drops.c.id == found.id, drops.c.merge_group_sha.is_(None))
+                        .values(merge_group_sha=merge_group_sha, updated_at=now)
+                    )
+                return int(found.id), False
+            res = conn.execute(
+                drops.insert().values(
+                    repo=repo,
+                    pr=pr,
+                    head_sha=head_sha,
+                    merge_group_sha=merge_group_sha,
+                    reason=reason,
+                    raw_reason=raw_reason,
+                    source=source,
+                    dedupe_key=dedupe_key,
+                    outcome="pending",
+                    observed_at=observed_at or now,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            pk = res.inserted_primary_key
+            assert pk is not None
+            return int(pk[0]), True
+
+    def update_drop(self, drop_id: int, **values: Any) -> None:
+        allowed = {"outcome", "summary", "class_", "evidence", "merge_group_sha"}
+        unknown = set(values) - allowed
+        if unknown:
+            raise ValueError(f"cannot update drop fields {sorted(unknown)}")
+        if "class_" in values:
+            values["class"] = values.pop("class_")
+        with self.tx() as conn:
+            conn.execute(
+                drops.update().where(drops.c.id == drop_id).values(**values, updated_at=utcnow())
+            )
+
+    def drop(self, drop_id: int) -> sa.Row[Any] | None:
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(drops).where(drops.c.id == drop_id)).first()
+
+    def drops(self, repo: str | None = None, limit: int = 200) -> list[sa.Row[Any]]:
+        """Drops, newest first."""
+        q = sa.select(drops).order_by(drops.c.observed_at.desc(), drops.c.id.desc()).limit(limit)
+        if repo is not None:
+            q = q.where(drops.c.repo == repo)
+        with self.engine.connect() as conn:
+            return list(conn.execute(q))
+
+    # --- comments --------------------------------------------------------------------
+
+    def comment_id(self, repo: str, pr: int, marker: str) -> int | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(comments.c.comment_id).where(
+                    comments.c.repo == repo, comments.c.pr == pr, comments.c.marker == marker
+                )
+            ).first()
+            return int(row.comment_id) if row else None
+
+    def save_comment(
+        self, repo: str, pr: int, marker: str, comment_id: int, node_id: str | None
+    ) -> None:
+        now = utcnow()
+        with self.tx() as conn:
+            res = conn.execute(
+                comments.update()
+                .where(comments.c.repo == repo, comments.c.pr == pr, comments.c.marker == marker)
+                .values(comment_id=comment_id, node_id=node_id, updated_at=now)
+            )
+            if res.rowcount == 0:
+                conn.execute(
+                    comments.insert().values(
+                        repo=repo,
+                        pr=pr,
+                        marker=marker,
+                        comment_id=comment_id,
+                        node_id=node_id,
+                        updated_at=now,
+                    )
+                )
+
+    # --- budgets ---------------------------------------------------------------------
+
+    def budget(self, repo: str, pr: int, head_sha: str) -> Budget:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(budgets.c.requeues, budgets.c.fixer_attempts).where(
+                    budgets.c.repo == repo, budgets.c.pr == pr, budgets.c.head_sha == head_sha
+                )
+            ).first()
+        return Budget(int(row.requeues), int(row.fixer_attempts)) if row else Budget()
+
+    def spend(
+        self, repo: str, pr: int, head_sha: str, *, requeues: int = 0, fixes: int = 0
+    ) -> Budget:
+        now = utcnow()
+        key = (budgets.c.repo == repo, budgets.c.pr == pr, budgets.c.head_sha == head_sha)
+        with self.tx() as conn:
+            res = conn.execute(
+                budgets.update()
+                .where(*key)
+                .values(
+                    requeues=budgets.c.requeues + requeues,
+                    fixer_attempts=budgets.c.fixer_attempts + fixes,
+                    updated_at=now,
+                )
+            )
+            if res.rowcount == 0:
+                conn.execute(
+                    budgets.insert().values(
+                        repo=repo,
+                        pr=pr,
+                        head_sha=head_sha,
+                        requeues=requeues,
+                        fixer_attempts=fixes,
+                        updated_at=now,
+                    )
+                )
+            row = conn.execute(
+                sa.select(budgets.c.requeues, budgets.c.fixer_attempts).where(*key)
+            ).one()
+        return Budget(int(row.requeues), int(row.fixer_attempts))
+
+    def reset_budget(self, repo: str, pr: int, head_sha: str) -> None:
+        with self.tx() as conn:
+            conn.execute(
+                budgets.delete().where(
+                    budgets.c.repo == repo, budgets.c.pr == pr, budgets.c.head_sha == head_sha
+                )
+            )
+
+    # --- action ledger ---------------------------------------------------------------
+
+    def action_status(self, key: str) -> str | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(actions.c.status).where(actions.c.key == key)).first()
+            return str(row.status) if row else None
+
+    def begin_action(self, key: str, kind: str, drop_id: int | None = None) -> str:
+        """Claim side effect `key`. Returns "new", or the status it already has
+        ("started": a previous attempt may have acted, re-read GitHub; "done"; "failed")."""
+        now = utcnow()
+        with self.tx() as conn:
+            row = conn.execute(sa.select(actions.c.status).where(actions.c.key == key)).first()
+            if row:
+                return str(row.status)
+            conn.execute(
+                actions.insert().values(
+                    key=key,
+                    kind=kind,
+                    drop_id=drop_id,
+                    status="started",
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            return "new"
+
+    def finish_action(self, key: str, status: str = "done", result: Any = None) -> None:
+        with self.tx() as conn:
+            conn.execute(
+                actions.update()
+                .where(actions.c.key == key)
+                .values(status=status, result=result, updated_at=utcnow())
+            )
+
+    def actions(self, drop_id: int | None = None) -> list[sa.Row[Any]]:
+        q = sa.select(actions).order_by(actions.c.id)
+        if drop_id is not None:
+            q = q.where(actions.c.drop_id == drop_id)
+        with self.engine.connect() as conn:
+            return list(conn.execute(q))
+
+    # --- leasing ---------------------------------------------------------------------
+
+    def _lease(
+        self,
+        table: sa.Table,
+        owner: str,
+        ttl: dt.timedelta,
+        kinds: tuple[str, ...] | None = None,
+    ) -> sa.Row[Any] | None:
+        now = utcnow()
+        free = sa.or_(
+            table.c.status == "pending" if table is deliveries else table.c.status == "queued",
+            sa.and_(table.c.status == "leased", table.c.lease_expires_at < now),
+        )
+        cond = [free]
+        if kinds is not None:
+            cond.append(table.c.kind.in_(kinds))
+        if "not_before" in table.c:
+            cond.append(sa.or_(table.c.not_before.is_(None), table.c.not_before <= now))
+        pick = sa.select(table.c.id).where(*cond).order_by(table.c.id).limit(1)
+        with self.tx() as conn:
+            if conn.dialect.name == "postgresql":
+                # Several landbot processes share PostgreSQL: skip rows another one holds.
+                pick = pick.with_for_update(skip_locked=True)
+            found = conn.execute(pick).first()
+            if found is None:
+                return None
+            conn.execute(
+                table.update()
+                .where(table.c.id == found.id)
+                .values(
+                    status="leased",
+                    lease_owner=owner,
+                    lease_expires_at=now + ttl,
+                    attempts=table.c.attempts + 1,
+                )
+            )
+            return conn.execute(sa.select(table).where(table.c.id == found.id)).one()
+
+    def _finish(
+        self,
+        table: sa.Table,
+        row_id: int,
+        owner: str,
+        status: str,
+        *,
+        result: Any = None,
+        error: str | None = None,
+    ) -> bool:
+        now = utcnow()
+        values: dict[str, Any] = {"status": status, "lease_owner": None, "lease_expires_at": None}
+        if table is jobs:
+            values.update(result=result, error=error, updated_at=now)
+        else:
+            values.update(error=error, processed_at=now)
+        with self.tx() as conn:
+            res = conn.execute(
+                table.update()
+                .where(table.c.id == row_id, table.c.lease_owner == owner)
+                .values(**values)
+            )
+            return res.rowcount == 1

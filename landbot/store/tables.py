@@ -1,0 +1,145 @@
+"""The store's tables at the newest schema version.
+
+Migrations under `migrations/versions/` are the source of truth for what a database holds;
+this module mirrors the head revision for the queries, and a test checks that both agree.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+
+class UTCDateTime(sa.types.TypeDecorator[dt.datetime]):
+    """Aware UTC datetimes in Python on every backend (SQLite hands back naive values)."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: dt.datetime | None, dialect: sa.Dialect) -> Any:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the store; use landbot.store.utcnow()")
+        value = value.astimezone(dt.UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: sa.Dialect) -> dt.datetime | None:
+        if value is None:
+            return None
+        assert isinstance(value, dt.datetime)
+        return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+
+
+TS = UTCDateTime
+
+# One row per webhook delivery, deduplicated by GitHub's X-GitHub-Delivery GUID. The raw body
+# is kept so a worker can parse it later, off the request path.
+deliveries = sa.Table(
+    "deliveries",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("delivery_id", sa.String(100), nullable=False, unique=True),
+    sa.Column("event", sa.String(100), nullable=False),
+    sa.Column("action", sa.String(100)),
+    sa.Column("repo", sa.String(200)),
+    sa.Column("body", sa.LargeBinary, nullable=False),
+    sa.Column("received_at", TS, nullable=False),
+    sa.Column("status", sa.String(20), nullable=False, server_default="pending"),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("lease_owner", sa.String(200)),
+    sa.Column("lease_expires_at", TS),
+    sa.Column("processed_at", TS),
+    sa.Column("error", sa.Text),
+)
+
+# A pull request dropped from a merge queue, whichever door it came through. `dedupe_key`
+# makes the same removal seen by a webhook and by a poll sweep one drop.
+drops = sa.Table(
+    "drops",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("repo", sa.String(200), nullable=False),
+    sa.Column("pr", sa.Integer, nullable=False),
+    sa.Column("head_sha", sa.String(40), nullable=False),
+    sa.Column("merge_group_sha", sa.String(40)),
+    sa.Column("reason", sa.String(50), nullable=False),
+    sa.Column("raw_reason", sa.String(100)),
+    sa.Column("source", sa.String(20), nullable=False),
+    sa.Column("dedupe_key", sa.String(300), nullable=False, unique=True),
+    sa.Column("class", sa.String(30)),
+    sa.Column("outcome", sa.String(20), nullable=False, server_default="pending"),
+    sa.Column("summary", sa.Text),
+    sa.Column("evidence", sa.JSON),
+    sa.Column("observed_at", TS, nullable=False),
+    sa.Column("created_at", TS, nullable=False),
+    sa.Column("updated_at", TS, nullable=False),
+    sa.Index("ix_drops_repo_pr", "repo", "pr"),
+)
+
+# Durable work items (a drop to process, a fixer run) leased by workers; an expired lease
+# means the worker died and another may take the job.
+jobs = sa.Table(
+    "jobs",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("kind", sa.String(50), nullable=False),
+    sa.Column("dedupe_key", sa.String(300), unique=True),
+    sa.Column("drop_id", sa.Integer, sa.ForeignKey("drops.id")),
+    sa.Column("payload", sa.JSON, nullable=False),
+    sa.Column("status", sa.String(20), nullable=False, server_default="queued"),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("lease_owner", sa.String(200)),
+    sa.Column("lease_expires_at", TS),
+    sa.Column("not_before", TS),
+    sa.Column("result", sa.JSON),
+    sa.Column("error", sa.Text),
+    sa.Column("created_at", TS, nullable=False),
+    sa.Column("updated_at", TS, nullable=False),
+    sa.Index("ix_jobs_status", "status", "kind"),
+)
+
+# The bot's own marked comments, so a sticky comment is edited rather than duplicated.
+comments = sa.Table(
+    "comments",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("repo", sa.String(200), nullable=False),
+    sa.Column("pr", sa.Integer, nullable=False),
+    sa.Column("marker", sa.String(100), nullable=False),
+    sa.Column("comment_id", sa.BigInteger, nullable=False),
+    sa.Column("node_id", sa.String(100)),
+    sa.Column("updated_at", TS, nullable=False),
+    sa.UniqueConstraint("repo", "pr", "marker", name="uq_comments_repo_pr_marker"),
+)
+
+# Automatic re-enqueues and fixer attempts spent per PR head.
+budgets = sa.Table(
+    "budgets",
+    metadata,
+    sa.Column("repo", sa.String(200), primary_key=True),
+    sa.Column("pr", sa.Integer, primary_key=True),
+    sa.Column("head_sha", sa.String(40), primary_key=True),
+    sa.Column("requeues", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("fixer_attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("updated_at", TS, nullable=False),
+)
+
+# Revision 0002: a ledger of side effects on GitHub, keyed so that a worker killed between
+# deciding and acting does not act twice after restart.
+actions = sa.Table(
+    "actions",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("key", sa.String(300), nullable=False, unique=True),
+    sa.Column("drop_id", sa.Integer, sa.ForeignKey("drops.id")),
+    sa.Column("kind", sa.String(50), nullable=False),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("result", sa.JSON),
+    sa.Column("created_at", TS, nullable=False),
+    sa.Column("updated_at", TS, nullable=False),
+)

@@ -1,0 +1,165 @@
+"""The store's leases, deduplication, budgets and ledger, on a real SQLite file."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from landbot.store import Store
+
+SHA = "b" * 40
+TTL = dt.timedelta(seconds=60)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    if request.param == "sqlite":
+        s = Store.open(f"sqlite:///{tmp_path / 'landbot.db'}")
+    else:
+        url = request.getfixturevalue("postgres_url")
+        engine = sa.create_engine(url)
+        with engine.begin() as conn:  # a fresh schema for each test
+            conn.exec_driver_sql("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+        engine.dispose()
+        s = Store.open(url)
+    yield s
+    s.close()
+
+
+def test_delivery_is_stored_once(store: Store) -> None:
+    assert store.record_delivery("guid-1", "pull_request", "dequeued", "o/r", b"{}") is True
+    assert store.record_delivery("guid-1", "pull_request", "dequeued", "o/r", b"{}") is False
+    assert store.record_delivery("guid-2", "pull_request", "dequeued", "o/r", b"{}") is True
+
+
+def test_a_leased_delivery_is_not_handed_out_twice(store: Store) -> None:
+    store.record_delivery("g", "ping", None, None, b"{}")
+    first = store.lease_delivery("w1", TTL)
+    assert first is not None and first.attempts == 1
+    assert store.lease_delivery("w2", TTL) is None
+    assert store.finish_delivery(first.id, "w1")
+    assert store.lease_delivery("w2", TTL) is None
+
+
+def test_an_expired_lease_goes_to_the_next_worker(store: Store) -> None:
+    job = store.add_job("drop", {"drop_id": 1})
+    assert job is not None
+    dead = store.lease_job("dead-worker", dt.timedelta(seconds=-1))  # already expired
+    assert dead is not None
+    again = store.lease_job("w2", TTL)
+    assert again is not None and again.id == job and again.attempts == 2
+    # The dead worker's late finish is refused: it no longer holds the lease.
+    assert store.finish_job(job, "dead-worker") is False
+    assert store.finish_job(job, "w2", result={"ok": True}) is True
+    assert store.job(job).status == "done"
+
+
+def test_a_live_lease_is_kept(store: Store) -> None:
+    store.add_job("drop", {})
+    assert store.lease_job("w1", TTL) is not None
+    assert store.lease_job("w2", TTL) is None
+
+
+def test_job_dedupe_and_cancel(store: Store) -> None:
+    assert store.add_job("drop", {}, dedupe_key=f"o/r#1@{SHA}") is not None
+    assert store.add_job("drop", {}, dedupe_key=f"o/r#1@{SHA}") is None
+    assert store.cancel_jobs("o/r#1@") == 1
+    assert store.lease_job("w", TTL) is None
+
+
+def test_job_not_before_is_respected(store: Store) -> None:
+    store.add_job("later", {}, not_before=dt.datetime.now(dt.UTC) + dt.timedelta(hours=1))
+    assert store.lease_job("w", TTL) is None
+    store.add_job("now", {})
+    leased = store.lease_job("w", TTL)
+    assert leased is not None and leased.kind == "now"
+
+
+def test_concurrent_workers_never_share_a_job(store: Store) -> None:
+    for i in range(40):
+        store.add_job("drop", {"i": i})
+    taken: list[int] = []
+    lock = threading.Lock()
+
+    def work(name: str) -> None:
+        while (lease := store.lease_job(name, TTL)) is not None:
+            with lock:
+                taken.append(lease.id)
+
+    threads = [threading.Thread(target=work, args=(f"w{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(taken) == sorted(set(taken)) and len(taken) == 40
+
+
+def test_drop_dedupe_fills_in_merge_group(store: Store) -> None:
+    d1, created = store.add_drop(
+        repo="o/r", pr=1, head_sha=SHA, reason="failed_checks", source="webhook", dedupe_key="k"
+    )
+    d2, again = store.add_drop(
+        repo="o/r",
+        pr=1,
+        head_sha=SHA,
+        reason="failed_checks",
+        source="poll",
+        dedupe_key="k",
+        merge_group_sha="c" * 40,
+    )
+    assert (d1, created, again) == (d2, True, False)
+    assert store.drop(d1).merge_group_sha == "c" * 40
+    assert store.drop(d1).source == "webhook"
+
+
+def test_drops_newest_first_and_update(store: Store) -> None:
+    t0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    for i in range(3):
+        store.add_drop(
+            repo="o/r",
+            pr=i,
+            head_sha=SHA,
+            reason="manual",
+            source="poll",
+            dedupe_key=str(i),
+            observed_at=t0 + dt.timedelta(minutes=i),
+        )
+    assert [d.pr for d in store.drops()] == [2, 1, 0]
+    store.update_drop(store.drops()[0].id, outcome="ignored", class_="unknown")
+    assert (store.drops()[0].outcome, store.drops()[0]._mapping["class"]) == ("ignored", "unknown")
+    with pytest.raises(ValueError):
+        store.update_drop(1, repo="x/y")
+
+
+def test_budgets_per_head(store: Store) -> None:
+    assert store.budget("o/r", 1, SHA).requeues == 0
+    store.spend("o/r", 1, SHA, requeues=1)
+    assert store.spend("o/r", 1, SHA, fixes=1) == store.budget("o/r", 1, SHA)
+    assert store.budget("o/r", 1, SHA).requeues == 1
+    assert store.budget("o/r", 1, "c" * 40).requeues == 0  # a new head has a fresh budget
+    store.reset_budget("o/r", 1, SHA)
+    assert store.budget("o/r", 1, SHA).requeues == 0
+
+
+def test_action_ledger(store: Store) -> None:
+    assert store.begin_action("a1", "requeue") == "new"
+    assert store.begin_action("a1", "requeue") == "started"
+    store.finish_action("a1", "done", {"queued": True})
+    assert store.begin_action("a1", "requeue") == "done"
+
+
+def test_comment_ids(store: Store) -> None:
+    assert store.comment_id("o/r", 1, "status") is None
+    store.save_comment("o/r", 1, "status", 11, "IC_1")
+    store.save_comment("o/r", 1, "status", 12, "IC_2")
+    assert store.comment_id("o/r", 1, "status") == 12
+
+
+def test_naive_datetimes_are_refused(store: Store) -> None:
+    with pytest.raises(Exception, match="naive datetime"):
+        store.add_job("x", {}, not_before=dt.datetime(2026, 1, 1))
