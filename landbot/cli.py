@@ -125,14 +125,35 @@ def triage_log(
 
 @quest_app.command("check")
 def quest_check(
-    root: Annotated[Path, typer.Option(help="Repository root.")] = Path("."),
+    root: Annotated[
+        Path | None,
+        typer.Option(help="Repository work tree (default: the current repository's root)."),
+    ] = None,
     base: Annotated[str | None, typer.Option(help="Base revision to compare with.")] = None,
-    branch: Annotated[str | None, typer.Option(help="The pull request's branch name.")] = None,
+    branch: Annotated[
+        str | None,
+        typer.Option(help="The pull request's head branch name (default: the current branch)."),
+    ] = None,
     json_: JsonOpt = False,
     config: ConfigOpt = None,
 ) -> None:
-    """Validate a quest tree."""
-    raise NotBuiltError("quest check", "quest")
+    """Validate a quest tree: findings on stderr, exit 1 when the change broke a rule."""
+    import json
+
+    from landbot.quest import check_tree, current_branch, failing, repo_root
+
+    top = repo_root(Path.cwd()) if root is None else root
+    if branch is None:
+        branch = current_branch(top)
+    findings = check_tree(top, base=base, branch=branch)
+    if json_:
+        typer.echo(json.dumps([f.as_json() for f in findings], indent=2, ensure_ascii=False))
+    else:
+        for finding in findings:
+            # A path that is not UTF-8 must not crash the report: show its bytes escaped.
+            line = finding.render().encode("utf-8", "surrogateescape")
+            typer.echo(line.decode("utf-8", "backslashreplace"), err=True)
+    raise typer.Exit(1 if failing(findings) else 0)
 
 
 @quest_app.command("merge-driver")
@@ -143,8 +164,27 @@ def quest_merge_driver(
     path: Annotated[str | None, typer.Argument(help="%P: the path in the repository.")] = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Git merge driver for quest files."""
-    raise NotBuiltError("quest merge-driver", "quest")
+    """Git merge driver for quest files: `## Required` merged as a set, the rest by git."""
+    from landbot.quest import merge_driver
+
+    raise typer.Exit(merge_driver(base, ours, theirs, path))
+
+
+@quest_app.command("install-merge-driver")
+def quest_install_merge_driver(
+    root: Annotated[
+        Path | None,
+        typer.Option(help="Repository work tree (default: the current repository's root)."),
+    ] = None,
+) -> None:
+    """Enable the quest merge driver: the .gitattributes line and the git config."""
+    from landbot.quest import install_merge_driver
+
+    changes = install_merge_driver(Path.cwd() if root is None else root)
+    for change in changes:
+        typer.echo(change)
+    if not changes:
+        typer.echo("the quest merge driver is already installed; nothing changed")
 
 
 # --- sandbox and fixer ----------------------------------------------------------------

@@ -98,11 +98,13 @@ def parse_quest(path: str, data: bytes) -> QuestFile:
     return QuestFile(path, heading, title_line, links, bad_line)
 
 
-def _required_links(lines: list[str]) -> list[Link]:
-    links: list[Link] = []
-    in_section = False
+def required_sections(lines: list[str]) -> list[tuple[int, int]]:
+    """Each `## Required` section as (index of its heading, index just past its end): it
+    runs until the next `#` or `##` heading. Headings inside fenced code do not count."""
+    sections: list[tuple[int, int]] = []
+    start: int | None = None
     fence: str | None = None
-    for number, raw in enumerate(lines, 1):
+    for index, raw in enumerate(lines):
         line = raw.rstrip()
         if fence is not None:
             stripped = line.strip()
@@ -113,12 +115,42 @@ def _required_links(lines: list[str]) -> list[Link]:
         if opened:
             fence = opened.group(1)
             continue
-        level = _heading_level(line)
-        if level:
-            in_section = line == "## Required"
+        if _heading_level(line):
+            if start is not None:
+                sections.append((start, index))
+            start = index if line == "## Required" else None
+    if start is not None:
+        sections.append((start, len(lines)))
+    return sections
+
+
+def fenced_lines(lines: list[str], start: int, end: int) -> set[int]:
+    """Indexes in [start, end) that are fences or inside fenced code."""
+    inside: set[int] = set()
+    fence: str | None = None
+    for index in range(start, end):
+        line = lines[index].rstrip()
+        if fence is not None:
+            inside.add(index)
+            stripped = line.strip()
+            if stripped.startswith(fence) and set(stripped) == {fence[0]}:
+                fence = None
             continue
-        if in_section and "](" in line:
-            links.extend(Link(target, number) for target in link_targets(line))
+        opened = _FENCE.match(line)
+        if opened:
+            inside.add(index)
+            fence = opened.group(1)
+    return inside
+
+
+def _required_links(lines: list[str]) -> list[Link]:
+    links: list[Link] = []
+    for start, end in required_sections(lines):
+        code = fenced_lines(lines, start + 1, end)
+        for index in range(start + 1, end):
+            line = lines[index]
+            if "](" in line and index not in code:
+                links.extend(Link(target, index + 1) for target in link_targets(line))
     return links
 
 

@@ -1,0 +1,75 @@
+"""The GraphQL documents of queries/*.graphql, loaded by name, and GitHub's public schema.
+
+The schema (schema/github.graphql, from @octokit/graphql-schema) is what the tests validate
+every document against; graphql-core is imported only by `load_schema`.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from graphql import GraphQLSchema
+
+_PACKAGE = "landbot.github"
+# The first keyword after comments and whitespace says what the document is.
+_OPERATION = re.compile(r"\A(?:\s|#[^\n]*\n)*(query|mutation|subscription)\b")
+
+
+def names() -> list[str]:
+    """Every document's name (file name without `.graphql`), sorted."""
+    folder = resources.files(_PACKAGE).joinpath("queries")
+    return sorted(
+        entry.name.removesuffix(".graphql")
+        for entry in folder.iterdir()
+        if entry.name.endswith(".graphql")
+    )
+
+
+@cache
+def document(name: str) -> str:
+    """The text of queries/<name>.graphql."""
+    path = resources.files(_PACKAGE).joinpath("queries", f"{name}.graphql")
+    if not path.is_file():
+        raise KeyError(f"no GraphQL document named {name!r} in landbot/github/queries")
+    return path.read_text(encoding="utf-8")
+
+
+def is_mutation(text: str) -> bool:
+    """Whether a document is a mutation (so a 5xx must not be retried blindly)."""
+    match = _OPERATION.match(text)
+    return bool(match and match.group(1) == "mutation")
+
+
+def schema_sdl() -> str:
+    return (
+        resources.files(_PACKAGE).joinpath("schema", "github.graphql").read_text(encoding="utf-8")
+    )
+
+
+# GitHub's published SDL defines these two fields twice (copy-paste in GitHub's own schema
+# dump); graphql-core rejects the file unless SDL validation is skipped. load_schema checks
+# that these are the ONLY SDL errors before skipping it, so nothing else slips through.
+KNOWN_SDL_ERRORS = frozenset(
+    {
+        "Field 'EnterpriseOwnerInfo.repositoryDeployKeySetting' can only be defined once.",
+        "Field 'EnterpriseOwnerInfo.repositoryDeployKeySettingOrganizations' "
+        "can only be defined once.",
+    }
+)
+
+
+@cache
+def load_schema() -> GraphQLSchema:
+    """GitHub's GraphQL schema as a graphql-core schema (about a second to build)."""
+    from graphql import build_ast_schema, parse
+    from graphql.validation.validate import validate_sdl
+
+    ast = parse(schema_sdl())
+    unexpected = {e.message for e in validate_sdl(ast)} - KNOWN_SDL_ERRORS
+    if unexpected:
+        raise ValueError(f"schema/github.graphql is not valid SDL: {sorted(unexpected)[0]}")
+    return build_ast_schema(ast, assume_valid_sdl=True)

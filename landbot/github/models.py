@@ -1,0 +1,134 @@
+"""What the stages need from GitHub, as small frozen dataclasses.
+
+Built from GitHub's JSON by the `from_*` functions of client.py; fields GitHub may omit
+(a deleted user, a deleted fork, a check run still running) are Optional here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class PullState:
+    """A pull request as landbot re-reads it before acting (one GraphQL call)."""
+
+    repo: str  # OWNER/NAME asked for
+    node_id: str
+    number: int
+    state: str  # OPEN | CLOSED | MERGED
+    merged: bool
+    head_oid: str
+    head_ref: str
+    base_ref: str
+    in_merge_queue: bool
+    auto_merge: bool  # an auto-merge request is armed
+    labels: tuple[str, ...]
+    author: str | None  # None for a deleted account
+    maintainer_can_modify: bool
+    head_repo: str | None  # nameWithOwner of the head repository; None if it was deleted
+    url: str
+
+    @property
+    def is_fork(self) -> bool:
+        """The head lives in another repository (or one that no longer exists)."""
+        return self.head_repo is None or self.head_repo.lower() != self.repo.lower()
+
+
+@dataclass(frozen=True)
+class CheckRun:
+    id: int  # for a GitHub Actions check run, also the job id
+    name: str
+    status: str  # queued | in_progress | completed | ...
+    conclusion: str | None  # success | failure | cancelled | timed_out | ... (None until done)
+    html_url: str | None
+    details_url: str | None
+    app_slug: str | None  # "github-actions" for Actions
+    started_at: datetime | None
+    completed_at: datetime | None
+
+
+@dataclass(frozen=True)
+class WorkflowRun:
+    id: int
+    name: str | None
+    head_branch: str | None
+    head_sha: str
+    status: str | None
+    conclusion: str | None
+    html_url: str
+
+
+@dataclass(frozen=True)
+class Step:
+    number: int
+    name: str
+    status: str | None
+    conclusion: str | None
+
+
+@dataclass(frozen=True)
+class Job:
+    id: int
+    run_id: int | None
+    name: str
+    status: str | None
+    conclusion: str | None
+    html_url: str | None
+    steps: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class Comment:
+    id: int
+    node_id: str
+    body: str
+    user: str | None  # login; None for a deleted account
+    created_at: datetime | None
+    html_url: str | None
+
+
+@dataclass(frozen=True)
+class EnqueueResult:
+    already_queued: bool  # GitHub said "already in the queue": treated as success
+    entry_id: str | None
+    state: str | None  # MergeQueueEntryState, when GitHub returned the entry
+    position: int | None
+
+
+@dataclass(frozen=True)
+class QueueEvent:
+    """One `AddedToMergeQueueEvent` or `RemovedFromMergeQueueEvent` of a pull request."""
+
+    kind: str  # "added" | "removed"
+    id: str
+    created_at: datetime | None
+    reason: str | None  # GraphQL's free string (removed only), e.g. "failed_checks"
+    before_commit: str | None  # beforeCommit.oid (removed only)
+    actor: str | None
+
+
+@dataclass(frozen=True)
+class PullRemovals:
+    """An open pull request with its last few queue events (the poller's sweep)."""
+
+    repo: str
+    number: int
+    node_id: str
+    head_oid: str
+    base_ref: str
+    in_merge_queue: bool
+    events: tuple[QueueEvent, ...]  # oldest first, as GitHub lists them
+
+
+@dataclass(frozen=True)
+class MergeQueueEntry:
+    id: str
+    state: str  # AWAITING_CHECKS | LOCKED | MERGEABLE | QUEUED | UNMERGEABLE
+    position: int
+    pr_number: int | None
+    pr_node_id: str | None
+    head_oid: str | None  # the merge-group commit under test
+    base_oid: str | None
+    enqueued_at: datetime | None

@@ -1,0 +1,198 @@
+"""The text of landbot's comments. Rendered from the decision; snapshot-tested.
+
+A status comment (one per pull request, edited as the drop moves on) says what happened at
+which commit and what landbot does next. A hand-back is a new comment, because an edit
+notifies no one: it mentions the author, says what a person must decide, and gives the
+commands to reproduce and to put the pull request back in the queue.
+"""
+
+from __future__ import annotations
+
+from landbot.land.model import Drop, Evidence, FixerResult, PrSnapshot
+
+STATUS_MARKER = "<!-- landbot:status -->"
+HANDBACK_MARKER = "<!-- landbot:handback -->"
+
+_REASON_TEXT = {
+    "failed_checks": "its checks failed in the merge group",
+    "merge_conflict": "it conflicts with the base branch",
+    "checks_timed_out": "its checks did not report in time",
+    "manual": "someone removed it",
+    "merged": "it merged",
+    "already_merged": "it was already merged",
+    "queue_cleared": "the queue was cleared",
+    "roll_back": "the queue was rolled back",
+    "branch_protections": "the base branch's protection rules refused it",
+    "git_tree_invalid": "GitHub could not build its merge tree",
+    "invalid_merge_commit": "GitHub could not create a valid merge commit",
+    "unknown": "of a reason GitHub did not name",
+}
+
+
+def _short(sha: str | None) -> str:
+    return (sha or "")[:7]
+
+
+def _removed(drop: Drop) -> str:
+    why = _REASON_TEXT.get(drop.reason, drop.reason)
+    if drop.reason == "unknown" and drop.raw_reason:
+        why = f"of `{drop.raw_reason}`, a reason landbot does not know"
+    return f"The merge queue removed this pull request at `{_short(drop.head_sha)}` because {why}."
+
+
+_STATUS_NEXT = {
+    "requeued_checks_timed_out": "landbot put it back in the queue once for this commit.",
+    "requeued_roll_back": "landbot put it back in the queue once for this commit.",
+    "requeued_not_its_fault": (
+        "The failure is not this pull request's fault ({why}); landbot put it back in the "
+        "queue once for this commit."
+    ),
+    "requeued_flaky_verdict": (
+        "The fixer ran the failing command again and it passed: landbot put the pull "
+        "request back in the queue once for this commit."
+    ),
+    "fixing_failed_checks": "landbot is reproducing the failure and trying a fix.",
+    "fixing_conflict": "landbot is merging the base branch and resolving the conflict.",
+    "fixed": (
+        "landbot pushed a fix as `{pushed}`; auto-merge is armed, so the pull request joins "
+        "the queue again once its checks pass."
+    ),
+    "handed_back": "landbot handed it back to @{author}: see the comment below.",
+    "unknown_reason": "landbot does not act on this reason; a person may want to look.",
+}
+
+
+def render_status(
+    topic: str,
+    drop: Drop,
+    pr: PrSnapshot,
+    evidence: Evidence,
+    fixer: FixerResult | None = None,
+) -> str:
+    nxt = _STATUS_NEXT.get(topic, "landbot is looking at it.").format(
+        why=evidence.triage_reason or evidence.triage_class or "not a test failure",
+        pushed=_short(fixer.pushed_sha if fixer else None),
+        author=pr.author,
+    )
+    return f"{STATUS_MARKER}\n**landbot** · {_removed(drop)}\n\n{nxt}\n"
+
+
+_DECIDE = {
+    "failed_checks": "Fix the failing checks below, then put the pull request back in the queue.",
+    "failed_checks_fixer_spent": (
+        "landbot's fixer already had its attempt at this commit. Fix the failing checks "
+        "below, then put the pull request back in the queue."
+    ),
+    "conflict": "Merge the base branch and resolve the conflict, then put it back in the queue.",
+    "conflict_fixer_spent": (
+        "landbot's fixer already had its attempt at this commit. Merge the base branch and "
+        "resolve the conflict, then put it back in the queue."
+    ),
+    "checks_timed_out_again": (
+        "The checks timed out again after landbot re-enqueued it once. Check that the "
+        "required checks run on `merge_group` events and finish within the queue's timeout."
+    ),
+    "roll_back_again": "The queue was rolled back again. Decide whether to queue it once more.",
+    "not_its_fault_again": (
+        "It failed again the same way after landbot re-enqueued it once. Decide whether the "
+        "failure is really unrelated (then queue it again) or needs a fix."
+    ),
+    "flaky_verdict_again": (
+        "The fixer found the failure flaky, but the budget of re-enqueues for this commit is "
+        "spent. Decide whether to queue it again."
+    ),
+    "policy": (
+        "The quest check failed. Decide how the quest tree should look (the findings are "
+        "below), fix it on this branch, then put the pull request back in the queue."
+    ),
+    "needs_human": "landbot's fixer could not repair it and says what a person must decide.",
+    "fix_refused": "landbot's fixer made a fix, but landbot did not publish it.",
+    "branch_protections": "The base branch's protection rules refused it. Check what they require.",
+    "git_tree_invalid": "GitHub could not build the merge. Check the branch for broken objects.",
+    "invalid_merge_commit": "GitHub could not create the merge commit. Check the branch.",
+}
+
+
+def _failed_checks(evidence: Evidence) -> list[str]:
+    lines: list[str] = []
+    for check in evidence.failed_checks:
+        name = f"[{check.name}]({check.url})" if check.url else check.name
+        lines.append(f"- {name}: `{check.conclusion}`")
+    return lines
+
+
+def _jobs(evidence: Evidence) -> list[str]:
+    lines: list[str] = []
+    for job in evidence.jobs:
+        head = f"[{job.job}]({job.url})" if job.url else job.job
+        step = f", step **{job.step}**" if job.step else ""
+        where = ", ".join(str(n) for n in job.error_lines)
+        at = f" (log lines {where})" if where else ""
+        lines.append(f"- {head}{step}{at}: {job.summary} _(class: {job.class_})_")
+        if job.excerpt:
+            width = len(str(job.excerpt[-1][0]))
+            body = "\n".join(f"{n:>{width}} | {text}" for n, text in job.excerpt)
+            lines += [
+                "",
+                "  <details><summary>log excerpt</summary>",
+                "",
+                "  ```text",
+                *(f"  {line}" for line in body.splitlines()),
+                "  ```",
+                "",
+                "  </details>",
+            ]
+    return lines
+
+
+def _reproduce(drop: Drop, pr: PrSnapshot, evidence: Evidence) -> list[str]:
+    base = pr.base_ref or drop.base_ref or "main"
+    cmds = [
+        f"gh pr checkout {drop.pr}",
+        f"git fetch origin {base} && git merge origin/{base}",
+    ]
+    steps = [j.step for j in evidence.jobs if j.step and j.step.startswith("Run ")]
+    cmds += [s.removeprefix("Run ") for s in steps]
+    cmds += [
+        "# when it passes: git push, then put it back in the queue with",
+        f"gh pr merge {drop.pr} --auto",
+    ]
+    return ["To reproduce locally:", "", "```sh", *cmds, "```"]
+
+
+def render_handback(
+    topic: str,
+    drop: Drop,
+    pr: PrSnapshot,
+    evidence: Evidence,
+    fixer: FixerResult | None = None,
+) -> str:
+    parts = [
+        HANDBACK_MARKER,
+        f"@{pr.author} {_removed(drop)} landbot hands it back to you.",
+        "",
+        f"**What to decide:** {_DECIDE.get(topic, 'Look at the failure and decide what to do.')}",
+    ]
+    if fixer is not None and (fixer.summary or fixer.recommendation or fixer.refused):
+        parts.append("")
+        if fixer.summary:
+            parts.append(f"**The fixer found:** {fixer.summary}")
+        if fixer.recommendation:
+            parts.append(f"**It recommends:** {fixer.recommendation}")
+        if fixer.refused:
+            parts.append(f"**Not published because:** {fixer.refused}")
+    if evidence.triage_class and evidence.triage_reason:
+        parts += ["", f"**Triage:** {evidence.triage_class}: {evidence.triage_reason}"]
+    if evidence.jobs:
+        parts += ["", "**Failed jobs:**", *_jobs(evidence)]
+    elif evidence.failed_checks:
+        parts += ["", "**Failed checks on the merge group:**", *_failed_checks(evidence)]
+    if evidence.conflict_files:
+        files = "\n".join(f"- `{f}`" for f in evidence.conflict_files)
+        parts += ["", f"**Conflicting files:**\n{files}"]
+    parts += ["", *_reproduce(drop, pr, evidence), ""]
+    parts.append(
+        "Comment `/landbot retry` to have landbot try again (write access needed), or add the "
+        "`landbot:skip` label to keep it away."
+    )
+    return "\n".join(parts) + "\n"

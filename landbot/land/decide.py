@@ -1,0 +1,143 @@
+"""The decision: what landbot does about one drop. Pure: no I/O, no clock.
+
+`confirm` says whether a drop still holds once the pull request is re-read; `decide` maps
+(drop, pull request, evidence, history, policy, fixer result) to an outcome and the actions
+to take. Both are total: every input has a defined answer, and the tests walk all of them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from landbot.land.model import (
+    Decision,
+    Drop,
+    Evidence,
+    FixerResult,
+    HandBack,
+    History,
+    Policy,
+    PrSnapshot,
+    Requeue,
+    RunFixer,
+    Status,
+)
+
+
+def confirm(drop: Drop, pr: PrSnapshot, policy: Policy) -> Decision | None:
+    """None when the drop still holds; otherwise the reason to leave the PR alone."""
+    if pr.state == "merged":
+        return Decision("ignored", (), "the pull request has merged")
+    if pr.state == "closed":
+        return Decision("ignored", (), "the pull request is closed")
+    if pr.head_sha != drop.head_sha:
+        return Decision("ignored", (), "the head moved since the drop: nothing for the old head")
+    if pr.in_queue:
+        return Decision("ignored", (), "the pull request is back in the merge queue")
+    if policy.skip_label in pr.labels:
+        return Decision("ignored", (), f"the pull request has the {policy.skip_label} label")
+    return None
+
+
+def decide(
+    drop: Drop,
+    pr: PrSnapshot,
+    evidence: Evidence,
+    history: History,
+    policy: Policy,
+    fixer: FixerResult | None = None,
+) -> Decision:
+    stale = confirm(drop, pr, policy)
+    if stale is not None:
+        return stale
+    if fixer is not None:
+        return _after_fixer(drop, fixer, history, policy)
+
+    action = policy.reasons.get(drop.reason, "note")
+    if action == "ignore":
+        return Decision("ignored", (), f"removed for `{drop.reason}`: nothing to do")
+    if action == "note":
+        return Decision(
+            "ignored", (Status("unknown_reason"),), f"removed for `{drop.raw_reason}`: not acted on"
+        )
+    if action == "handback":
+        return Decision(
+            "handed_back",
+            (Status("handed_back"), HandBack(drop.reason)),
+            f"removed for `{drop.reason}`: a person must look",
+        )
+    if action == "requeue":
+        return _requeue_or_hand_back(drop, history, policy, topic=drop.reason)
+
+    # action == "fix": failed checks or a conflict, where triage may still say "not its fault".
+    if drop.reason == "failed_checks" and evidence.triage_class in policy.requeue_classes:
+        return _requeue_or_hand_back(drop, history, policy, topic="not_its_fault")
+    if drop.reason == "failed_checks" and evidence.triage_class == "policy":
+        return Decision(
+            "handed_back",
+            (Status("handed_back"), HandBack("policy")),
+            "the quest check failed: a person decides the quest tree",
+        )
+    return _fix_or_hand_back(drop, evidence, history, policy)
+
+
+def _requeue_or_hand_back(drop: Drop, history: History, policy: Policy, *, topic: str) -> Decision:
+    if history.requeues < policy.max_requeues_per_head:
+        return Decision(
+            "requeued",
+            (Requeue(drop.head_sha), Status(f"requeued_{topic}")),
+            f"re-enqueued ({history.requeues + 1} of {policy.max_requeues_per_head} for this head)",
+        )
+    return Decision(
+        "handed_back",
+        (Status("handed_back"), HandBack(f"{topic}_again")),
+        "failed again after the automatic re-enqueue: a person must look",
+    )
+
+
+def _fix_or_hand_back(drop: Drop, evidence: Evidence, history: History, policy: Policy) -> Decision:
+    topic = "conflict" if drop.reason == "merge_conflict" else "failed_checks"
+    if not policy.fixer_enabled:
+        return Decision(
+            "handed_back",
+            (Status("handed_back"), HandBack(topic)),
+            "no fixer is configured: handed back",
+        )
+    if history.fixer_attempts >= policy.max_fixer_attempts_per_head:
+        return Decision(
+            "handed_back",
+            (Status("handed_back"), HandBack(f"{topic}_fixer_spent")),
+            "the fixer already had its attempt at this head",
+        )
+    mode: Literal["agent", "merge_driver"] = (
+        "merge_driver" if evidence.conflicts_all_quest else "agent"
+    )
+    return Decision(
+        "pending",
+        (RunFixer(drop.head_sha, mode), Status(f"fixing_{topic}")),
+        f"handed to the fixer ({mode})",
+    )
+
+
+def _after_fixer(drop: Drop, fixer: FixerResult, history: History, policy: Policy) -> Decision:
+    if fixer.refused:
+        return Decision(
+            "handed_back",
+            (Status("handed_back"), HandBack("fix_refused")),
+            f"the fix was not published: {fixer.refused}",
+        )
+    if fixer.verdict == "fixed":
+        if fixer.pushed_sha:
+            return Decision("fixed", (Status("fixed"),), "fixed and pushed; auto-merge is armed")
+        return Decision(
+            "handed_back",
+            (Status("handed_back"), HandBack("fix_refused")),
+            "the fixer said fixed but left no commit to publish",
+        )
+    if fixer.verdict == "flaky":
+        return _requeue_or_hand_back(drop, history, policy, topic="flaky_verdict")
+    return Decision(
+        "handed_back",
+        (Status("handed_back"), HandBack("needs_human")),
+        "the fixer needs a person",
+    )

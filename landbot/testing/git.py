@@ -1,0 +1,269 @@
+"""Real git operations on the simulated GitHub's bare repositories.
+
+Everything goes through plumbing commands on the bare repository (no work tree), so the
+model never depends on a checkout and what landbot fetches and pushes is ordinary git.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+# Files written into a commit: text, bytes, or None to delete the path.
+FileContent = str | bytes | None
+
+_IDENTITY_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+}
+
+
+class GitError(RuntimeError):
+    """A git command failed; the message carries git's own stderr."""
+
+
+@dataclass(frozen=True)
+class Identity:
+    name: str
+    email: str
+
+
+BOT_IDENTITY = Identity("GitHub", "noreply@github.com")
+
+
+def _env(author: Identity | None = None, when: str | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    # A developer's global config (hooks, signing, templates) must not leak into the fake.
+    env["HOME"] = env.get("LANDBOT_FAKE_GIT_HOME", tempfile.gettempdir())
+    env.update(_IDENTITY_ENV)
+    ident = author or BOT_IDENTITY
+    env["GIT_AUTHOR_NAME"] = env["GIT_COMMITTER_NAME"] = ident.name
+    env["GIT_AUTHOR_EMAIL"] = env["GIT_COMMITTER_EMAIL"] = ident.email
+    if when is not None:
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = when
+    for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CONFIG_PARAMETERS"):
+        env.pop(key, None)
+    return env
+
+
+def git(
+    git_dir: Path,
+    *args: str,
+    input: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess[bytes]:
+    proc = subprocess.run(
+        ["git", f"--git-dir={git_dir}", *args],
+        input=input,
+        capture_output=True,
+        env=dict(env) if env is not None else _env(),
+    )
+    if check and proc.returncode != 0:
+        raise GitError(
+            f"git {' '.join(args)} failed ({proc.returncode}): "
+            f"{proc.stderr.decode(errors='replace').strip()}"
+        )
+    return proc
+
+
+def out(git_dir: Path, *args: str, input: bytes | None = None) -> str:
+    return git(git_dir, *args, input=input).stdout.decode().strip()
+
+
+def init_bare(git_dir: Path, default_branch: str) -> None:
+    git_dir.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["git", "init", "--bare", "--quiet", f"--initial-branch={default_branch}", str(git_dir)],
+        check=True,
+        capture_output=True,
+        env=_env(),
+    )
+    # Clients fetch merge-group and PR commits by sha, as they can on GitHub.
+    git(git_dir, "config", "uploadpack.allowAnySHA1InWant", "true")
+    git(git_dir, "config", "receive.denyCurrentBranch", "ignore")
+
+
+def rev_parse(git_dir: Path, rev: str) -> str | None:
+    proc = git(git_dir, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False)
+    return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+
+def update_ref(git_dir: Path, ref: str, sha: str) -> None:
+    git(git_dir, "update-ref", ref, sha)
+
+
+def delete_ref(git_dir: Path, ref: str) -> None:
+    git(git_dir, "update-ref", "-d", ref, check=False)
+
+
+def list_refs(git_dir: Path, prefix: str = "refs/heads/") -> dict[str, str]:
+    text = out(git_dir, "for-each-ref", "--format=%(objectname) %(refname)", prefix)
+    refs: dict[str, str] = {}
+    for line in text.splitlines():
+        sha, _, name = line.partition(" ")
+        refs[name] = sha
+    return refs
+
+
+def _tree_from_files(
+    git_dir: Path, parent: str | None, files: Mapping[str, FileContent]
+) -> str:
+    """Write a tree: the parent's tree with `files` written over it (None deletes)."""
+    with tempfile.TemporaryDirectory(prefix="landbot-fake-index-") as tmp:
+        env = _env()
+        env["GIT_INDEX_FILE"] = str(Path(tmp) / "index")
+        if parent is not None:
+            git(git_dir, "read-tree", parent, env=env)
+        else:
+            git(git_dir, "read-tree", "--empty", env=env)
+        lines: list[str] = []
+        for path, content in sorted(files.items()):
+            if content is None:
+                lines.append(f"0 {'0' * 40}\t{path}")
+                continue
+            data = content.encode() if isinstance(content, str) else content
+            blob = git(git_dir, "hash-object", "-w", "--stdin", input=data).stdout.decode()
+            lines.append(f"100644 {blob.strip()}\t{path}")
+        if lines:
+            git(
+                git_dir,
+                "update-index",
+                "--index-info",
+                input=("\n".join(lines) + "\n").encode(),
+                env=env,
+            )
+        return git(git_dir, "write-tree", env=env).stdout.decode().strip()
+
+
+def files_from_directory(source: Path) -> dict[str, FileContent]:
+    """Every regular file under `source` (skipping a .git folder), as commit input."""
+    files: dict[str, FileContent] = {}
+    for path in sorted(source.rglob("*")):
+        rel = path.relative_to(source)
+        if rel.parts and rel.parts[0] == ".git":
+            continue
+        if path.is_file():
+            files[rel.as_posix()] = path.read_bytes()
+    return files
+
+
+def commit_files(
+    git_dir: Path,
+    *,
+    parent: str | None,
+    files: Mapping[str, FileContent],
+    message: str,
+    author: Identity,
+    when: str | None = None,
+) -> str:
+    """Create a commit on top of `parent` with `files` changed; return its sha."""
+    tree = _tree_from_files(git_dir, parent, files)
+    args = ["commit-tree", tree, "-m", message]
+    if parent is not None:
+        args[2:2] = ["-p", parent]
+    return git(git_dir, *args, env=_env(author, when)).stdout.decode().strip()
+
+
+def merge_commit(
+    git_dir: Path,
+    *,
+    base: str,
+    head: str,
+    message: str,
+    author: Identity = BOT_IDENTITY,
+    when: str | None = None,
+) -> tuple[str | None, list[str]]:
+    """Merge `head` into `base` like GitHub's server does (no work tree).
+
+    Returns (merge commit sha, []) or (None, conflicting paths) when git cannot merge.
+    """
+    proc = git(
+        git_dir,
+        "merge-tree",
+        "--write-tree",
+        "--name-only",
+        "--no-messages",
+        base,
+        head,
+        check=False,
+    )
+    lines = proc.stdout.decode().splitlines()
+    if proc.returncode == 1:
+        return None, sorted({line for line in lines[1:] if line})
+    if proc.returncode != 0:
+        raise GitError(f"git merge-tree failed: {proc.stderr.decode(errors='replace').strip()}")
+    tree = lines[0].strip()
+    sha = (
+        git(
+            git_dir,
+            "commit-tree",
+            tree,
+            "-p",
+            base,
+            "-p",
+            head,
+            "-m",
+            message,
+            env=_env(author, when),
+        )
+        .stdout.decode()
+        .strip()
+    )
+    return sha, []
+
+
+def read_file(git_dir: Path, sha: str, path: str) -> bytes | None:
+    proc = git(git_dir, "cat-file", "blob", f"{sha}:{path}", check=False)
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def list_files(git_dir: Path, sha: str) -> list[str]:
+    return out(git_dir, "ls-tree", "-r", "--name-only", sha).splitlines()
+
+
+def commit_message(git_dir: Path, sha: str) -> str:
+    return out(git_dir, "log", "-1", "--format=%B", sha)
+
+
+def is_ancestor(git_dir: Path, ancestor: str, descendant: str) -> bool:
+    return git(git_dir, "merge-base", "--is-ancestor", ancestor, descendant, check=False).returncode == 0
+
+
+def read_branch_refs(git_dir: Path) -> dict[str, str]:
+    """The branch refs of a files-backend repository, read straight from disk.
+
+    Pushes made by landbot with plain `git push` bypass the model, and a pusher may disable
+    hooks (`-c core.hooksPath=/dev/null` reaches receive-pack through the environment), so
+    the model notices pushes by reading the refs storage itself. Reading the files (loose
+    refs override packed ones, as in git) costs far less than a `git for-each-ref` per
+    request and has no timestamp granularity to miss a quick second push.
+    """
+    refs: dict[str, str] = {}
+    try:
+        packed = (git_dir / "packed-refs").read_text()
+    except FileNotFoundError:
+        packed = ""
+    for line in packed.splitlines():
+        if not line or line[0] in "#^":
+            continue
+        sha, _, name = line.partition(" ")
+        if name.startswith("refs/heads/"):
+            refs[name] = sha
+    heads = git_dir / "refs" / "heads"
+    for dirpath, _dirs, files in os.walk(heads):
+        for name in files:
+            if name.endswith(".lock"):
+                continue
+            path = Path(dirpath) / name
+            try:
+                value = path.read_text().strip()
+            except (FileNotFoundError, IsADirectoryError):
+                continue
+            if len(value) == 40:
+                refs[path.relative_to(git_dir).as_posix()] = value
+    return refs

@@ -1,0 +1,100 @@
+"""Snapshot tests of the exact comment text (set LANDBOT_UPDATE_SNAPSHOTS=1 to rewrite them
+after a deliberate change, then read the diff)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from landbot.land.comments import (
+    HANDBACK_MARKER,
+    STATUS_MARKER,
+    _DECIDE,
+    _STATUS_NEXT,
+    render_handback,
+    render_status,
+)
+from landbot.land.model import Drop, Evidence, FailedCheck, FixerResult, JobFailure, PrSnapshot
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+HEAD = "0123456789abcdef0123456789abcdef01234567"
+DROP = Drop(repo="octo/app", pr=42, head_sha=HEAD, reason="failed_checks", source="webhook")
+PR = PrSnapshot(state="open", head_sha=HEAD, in_queue=False, author="alice", base_ref="main")
+CHECKS = Evidence(
+    failed_checks=(
+        FailedCheck("test (3.12)", "failure", "https://github.com/octo/app/runs/9"),
+        FailedCheck("lint", "cancelled", ""),
+    )
+)
+JOBS = Evidence(
+    triage_class="genuine",
+    triage_reason="pytest reported 1 failed test",
+    jobs=(
+        JobFailure(
+            job="test (3.12)",
+            url="https://github.com/octo/app/actions/runs/1/job/9",
+            step="Run pytest -q",
+            error_lines=(120, 131),
+            excerpt=(
+                (119, "    assert add(2, 2) == 5"),
+                (120, "E   assert 4 == 5"),
+                (131, "FAILED tests/test_math.py::test_add"),
+            ),
+            summary="tests/test_math.py::test_add failed: assert 4 == 5",
+            class_="genuine",
+        ),
+    ),
+)
+
+
+def check_snapshot(name: str, text: str) -> None:
+    path = SNAPSHOTS / f"{name}.md"
+    if os.environ.get("LANDBOT_UPDATE_SNAPSHOTS") == "1":
+        SNAPSHOTS.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no snapshot {path.name}: run with LANDBOT_UPDATE_SNAPSHOTS=1"
+    assert text == path.read_text()
+
+
+@pytest.mark.parametrize("topic", sorted(_STATUS_NEXT))
+def test_status_snapshots(topic: str) -> None:
+    text = render_status(topic, DROP, PR, JOBS, FixerResult("fixed", pushed_sha="f" * 40))
+    assert text.startswith(STATUS_MARKER + "\n")
+    check_snapshot(f"status-{topic}", text)
+
+
+@pytest.mark.parametrize("topic", sorted(_DECIDE))
+def test_handback_snapshots(topic: str) -> None:
+    reason = "merge_conflict" if topic.startswith("conflict") else DROP.reason
+    evidence = (
+        Evidence(conflict_files=("src/app.py", "quest/m0/README.md"))
+        if reason == "merge_conflict"
+        else JOBS
+    )
+    fixer = (
+        FixerResult(
+            "needs_human",
+            summary="test_add asserts 2 + 2 == 5",
+            recommendation="decide whether the test or add() is wrong",
+        )
+        if topic == "needs_human"
+        else FixerResult("fixed", refused="the fix touches .github/workflows/ci.yml")
+        if topic == "fix_refused"
+        else None
+    )
+    text = render_handback(topic, replace(DROP, reason=reason), PR, evidence, fixer)
+    assert text.startswith(HANDBACK_MARKER + "\n@alice ")
+    check_snapshot(f"handback-{topic}", text)
+
+
+def test_handback_with_failed_checks_only() -> None:
+    check_snapshot("handback-checks-only", render_handback("failed_checks", DROP, PR, CHECKS))
+
+
+def test_unknown_reason_names_the_raw_value() -> None:
+    drop = replace(DROP, reason="unknown", raw_reason="BRANCH_REMOVED")
+    text = render_status("unknown_reason", drop, PR, Evidence())
+    assert "`BRANCH_REMOVED`, a reason landbot does not know" in text

@@ -1,0 +1,297 @@
+"""The decision function, walked exhaustively: every reason, PR state, triage class, budget
+and fixer result, with invariants that must hold everywhere and a table of exact answers."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+from typing import get_args
+
+import pytest
+
+from landbot.intake.reasons import REASONS, normalize
+from landbot.land.decide import confirm, decide
+from landbot.land.model import (
+    Drop,
+    Evidence,
+    FixerResult,
+    HandBack,
+    History,
+    Policy,
+    PrSnapshot,
+    Requeue,
+    RunFixer,
+    Status,
+    TriageClass,
+)
+
+HEAD = "a" * 40
+OTHER = "b" * 40
+DROP = Drop(repo="o/r", pr=7, head_sha=HEAD, reason="failed_checks", source="webhook")
+OPEN = PrSnapshot(state="open", head_sha=HEAD, in_queue=False, author="alice")
+
+STALE = {
+    "merged": replace(OPEN, state="merged"),
+    "closed": replace(OPEN, state="closed"),
+    "moved": replace(OPEN, head_sha=OTHER),
+    "queued": replace(OPEN, in_queue=True),
+    "skip": replace(OPEN, labels=("landbot:skip",)),
+}
+CLASSES: list[TriageClass | None] = [None, *get_args(TriageClass)]
+HISTORIES = [History(0, 0), History(1, 0), History(0, 1), History(1, 1)]
+FIXER_RESULTS: list[FixerResult | None] = [
+    None,
+    FixerResult("fixed", pushed_sha=OTHER),
+    FixerResult("fixed"),
+    FixerResult("flaky"),
+    FixerResult("needs_human", recommendation="split the PR"),
+    FixerResult("fixed", pushed_sha=OTHER, refused="touches .github/workflows/ci.yml"),
+]
+
+
+def all_cases():  # type: ignore[no-untyped-def]
+    for reason, cls, hist, fixer_on, result, quest in itertools.product(
+        REASONS, CLASSES, HISTORIES, (False, True), FIXER_RESULTS, (False, True)
+    ):
+        drop = replace(DROP, reason=reason, raw_reason=reason.upper())
+        ev = Evidence(triage_class=cls, conflicts_all_quest=quest)
+        yield drop, ev, hist, Policy(fixer_enabled=fixer_on), result
+
+
+def test_the_walk_is_big_enough() -> None:
+    assert sum(1 for _ in all_cases()) > 5000
+
+
+def test_invariants_hold_for_every_input() -> None:
+    for drop, ev, hist, policy, result in all_cases():
+        d = decide(drop, OPEN, ev, hist, policy, result)
+        kinds = [type(a) for a in d.actions]
+        # Outcome and actions agree.
+        assert (d.outcome == "requeued") == (Requeue in kinds), d
+        assert (d.outcome == "handed_back") == (HandBack in kinds), d
+        assert (d.outcome == "pending") == (RunFixer in kinds), d
+        # A re-enqueue is always for the drop's own head, and only within the budget.
+        for a in d.actions:
+            if isinstance(a, Requeue):
+                assert a.head_sha == HEAD
+                assert hist.requeues < policy.max_requeues_per_head
+            if isinstance(a, RunFixer):
+                assert policy.fixer_enabled and hist.fixer_attempts < 1 and result is None
+        # A hand-back always comes with the status comment, and at most one of each.
+        if HandBack in kinds:
+            assert Status in kinds
+        assert kinds.count(HandBack) <= 1 and kinds.count(Status) <= 1
+        # A person's removal, a merge, a cleared queue: no mutation, no comment.
+        if drop.reason in ("manual", "merged", "already_merged", "queue_cleared"):
+            assert d.actions == () and d.outcome == "ignored" or result is not None
+        # A cancelled or infrastructure failure is never handed back as the PR's fault
+        # on the first failure.
+        if (
+            drop.reason == "failed_checks"
+            and ev.triage_class in ("cancelled", "infrastructure", "flaky")
+            and result is None
+            and hist.requeues == 0
+        ):
+            assert d.outcome == "requeued"
+
+
+@pytest.mark.parametrize("state", sorted(STALE))
+def test_a_drop_that_no_longer_holds_does_nothing(state: str) -> None:
+    for drop, ev, hist, policy, result in all_cases():
+        d = decide(drop, STALE[state], ev, hist, policy, result)
+        assert d.outcome == "ignored" and d.actions == ()
+
+
+def test_confirm_control_an_open_unchanged_pr_holds() -> None:
+    assert confirm(DROP, OPEN, Policy()) is None
+    assert confirm(DROP, replace(OPEN, labels=("bug",)), Policy()) is None
+
+
+def kinds(d):  # type: ignore[no-untyped-def]
+    return [(type(a).__name__, getattr(a, "topic", getattr(a, "mode", ""))) for a in d.actions]
+
+
+@pytest.mark.parametrize(
+    ("reason", "cls", "hist", "fixer_on", "outcome", "actions"),
+    [
+        ("manual", None, History(), True, "ignored", []),
+        ("merged", None, History(), True, "ignored", []),
+        ("already_merged", None, History(), True, "ignored", []),
+        ("queue_cleared", None, History(), True, "ignored", []),
+        (
+            "checks_timed_out",
+            None,
+            History(),
+            False,
+            "requeued",
+            [("Requeue", ""), ("Status", "requeued_checks_timed_out")],
+        ),
+        (
+            "checks_timed_out",
+            None,
+            History(requeues=1),
+            False,
+            "handed_back",
+            [("Status", "handed_back"), ("HandBack", "checks_timed_out_again")],
+        ),
+        (
+            "failed_checks",
+            None,
+            History(),
+            False,
+            "handed_back",
+            [("Status", "handed_back"), ("HandBack", "failed_checks")],
+        ),
+        (
+            "merge_conflict",
+            None,
+            History(),
+            False,
+            "handed_back",
+            [("Status", "handed_back"), ("HandBack", "conflict")],
+        ),
+        (
+            "failed_checks",
+            "genuine",
+            History(),
+            True,
+            "pending",
+            [("RunFixer", "agent"), ("Status", "fixing_failed_checks")],
+        ),
+        (
+            "failed_checks",
+            "genuine",
+            History(fixer_attempts=1),
+            True,
+            "handed_back",
+            [("Status", "handed_back"), ("HandBack", "failed_checks_fixer_spent")],
+        ),
+        (
+            "failed_checks",
+            "flaky",
+            History(),
+            True,
+            "requeued",
+            [("Requeue", ""), ("Status", "requeued_not_its_fault")],
+        ),
+        (
+            "failed_checks",
+            "flaky",
+            History(requeues=1),
+            True,
+            "handed_back",
+            [("Status", "handed_back"), ("HandBack", "not_its_fault_again")],
+        ),
+        (
+            "failed_checks",
+            "cancelled",
+            History(),
+            False,
+            "requeued",
+            [("Requeue", ""), ("Status", "requeued_not_its_fault")],
+        ),
+        (
+            "failed_checks",
+            "policy",
+            History(),
+            True,
+            "handed_back",
+            [("Status", "handed_back"), ("HandBack", "policy")],
+        ),
+        (
+            "branch_protections",
+            None,
+            History(),
+            True,
+            "handed_back",
+            [("Status", "handed_back"), ("HandBack", "branch_protections")],
+        ),
+        ("unknown", None, History(), True, "ignored", [("Status", "unknown_reason")]),
+        (
+            "roll_back",
+            None,
+            History(),
+            True,
+            "requeued",
+            [("Requeue", ""), ("Status", "requeued_roll_back")],
+        ),
+    ],
+)
+def test_decision_table(reason, cls, hist, fixer_on, outcome, actions) -> None:  # type: ignore[no-untyped-def]
+    d = decide(
+        replace(DROP, reason=reason),
+        OPEN,
+        Evidence(triage_class=cls),
+        hist,
+        Policy(fixer_enabled=fixer_on),
+    )
+    assert (d.outcome, kinds(d)) == (outcome, actions)
+
+
+def test_quest_only_conflict_goes_to_the_merge_driver() -> None:
+    d = decide(
+        replace(DROP, reason="merge_conflict"),
+        OPEN,
+        Evidence(conflict_files=("quest/a.md",), conflicts_all_quest=True),
+        History(),
+        Policy(fixer_enabled=True),
+    )
+    assert kinds(d) == [("RunFixer", "merge_driver"), ("Status", "fixing_conflict")]
+
+
+@pytest.mark.parametrize(
+    ("result", "outcome", "topic"),
+    [
+        (FixerResult("fixed", pushed_sha=OTHER), "fixed", None),
+        (FixerResult("fixed"), "handed_back", "fix_refused"),
+        (FixerResult("needs_human"), "handed_back", "needs_human"),
+        (FixerResult("flaky"), "requeued", None),
+        (
+            FixerResult("fixed", pushed_sha=OTHER, refused="protected path"),
+            "handed_back",
+            "fix_refused",
+        ),
+    ],
+)
+def test_after_the_fixer(result: FixerResult, outcome: str, topic: str | None) -> None:
+    d = decide(DROP, OPEN, Evidence(), History(), Policy(fixer_enabled=True), result)
+    assert d.outcome == outcome
+    hand_backs = [a.topic for a in d.actions if isinstance(a, HandBack)]
+    assert hand_backs == ([topic] if topic else [])
+
+
+def test_policy_is_configurable() -> None:
+    policy = Policy(reasons={**Policy().reasons, "manual": "requeue"}, max_requeues_per_head=2)
+    d = decide(replace(DROP, reason="manual"), OPEN, Evidence(), History(requeues=1), policy)
+    assert d.outcome == "requeued"
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ("CI_FAILURE", "failed_checks"),
+        ("failed_checks", "failed_checks"),
+        ("CI_TIMEOUT", "checks_timed_out"),
+        ("checks_timed_out", "checks_timed_out"),
+        ("MERGE_CONFLICT", "merge_conflict"),
+        ("merge_conflict", "merge_conflict"),
+        ("MANUAL", "manual"),
+        ("manual", "manual"),
+        ("MERGE", "merged"),
+        ("merged", "merged"),
+        ("ALREADY_MERGED", "already_merged"),
+        ("QUEUE_CLEARED", "queue_cleared"),
+        ("ROLL_BACK", "roll_back"),
+        ("BRANCH_PROTECTIONS", "branch_protections"),
+        ("GIT_TREE_INVALID", "git_tree_invalid"),
+        ("git_tree_invalid", "git_tree_invalid"),
+        ("INVALID_MERGE_COMMIT", "invalid_merge_commit"),
+        ("invalid_merge_commit", "invalid_merge_commit"),
+        ("UNKNOWN_REMOVAL_REASON", "unknown"),
+        ("BRANCH_REMOVED", "unknown"),
+        ("", "unknown"),
+        (None, "unknown"),
+    ],
+)
+def test_reasons_normalize(raw: str | None, reason: str) -> None:
+    assert normalize(raw) == reason
