@@ -56,13 +56,53 @@ def serve(
     config: ConfigOpt = None,
 ) -> None:
     """Webhook receiver, worker and dashboard in one process."""
-    raise NotBuiltError("serve", "intake")
+    import threading
+
+    import uvicorn
+
+    from landbot.config import load_settings, require
+    from landbot.runtime import make_github, make_worker, open_store
+    from landbot.web.app import create_app
+
+    settings = load_settings(config)
+    require(
+        settings.github.webhook_secret, "LANDBOT_GITHUB__WEBHOOK_SECRET", "[github] webhook_secret"
+    )
+    make_github(settings)  # fail now, in one line, when the credentials are missing
+    store = open_store(settings)
+    work = make_worker(settings, store)
+    stop = threading.Event()
+    thread = threading.Thread(target=work.run, args=(stop,), name="landbot-worker", daemon=True)
+    thread.start()
+    typer.echo(f"landbot: serving on http://{host}:{port} (POST /webhook, GET /healthz)", err=True)
+    try:
+        uvicorn.run(
+            create_app(settings, store, worker_alive=work.alive),
+            host=host,
+            port=port,
+            log_level="warning",
+        )
+    finally:
+        stop.set()
+        thread.join(timeout=30)
 
 
 @app.command()
 def worker(config: ConfigOpt = None) -> None:
     """The worker alone (several may share a PostgreSQL store)."""
-    raise NotBuiltError("worker", "intake")
+    import signal
+    import threading
+
+    from landbot.config import load_settings
+    from landbot.runtime import make_github, make_worker, open_store
+
+    settings = load_settings(config)
+    make_github(settings)
+    store = open_store(settings)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    typer.echo(f"landbot: worker started on {settings.database_url}", err=True)
+    make_worker(settings, store).run(stop)
 
 
 @app.command()
@@ -74,7 +114,23 @@ def poll(
     config: ConfigOpt = None,
 ) -> None:
     """One reconciliation sweep of the merge queues, then exit."""
-    raise NotBuiltError("poll", "intake")
+    from landbot.config import load_settings
+    from landbot.intake.poll import sweep
+    from landbot.runtime import make_github, make_worker, open_store
+    from landbot.store import utcnow
+
+    settings = load_settings(config)
+    repos = repo or settings.repos
+    if not repos:
+        raise LandbotError("no repository to sweep: pass --repo OWNER/NAME or set LANDBOT_REPOS")
+    gh = make_github(settings)
+    store = open_store(settings)
+    for name in repos:
+        new = sweep(store, gh, name, now=utcnow())
+        typer.echo(f"landbot: {name}: {len(new)} new drop(s)", err=True)
+    if not no_process:
+        done = make_worker(settings, store).drain()
+        typer.echo(f"landbot: processed {done} item(s)", err=True)
 
 
 @app.command()
@@ -84,7 +140,16 @@ def retry(
     config: ConfigOpt = None,
 ) -> None:
     """Re-run triage and a land attempt for one pull request."""
-    raise NotBuiltError("retry", "intake")
+    from landbot.config import load_settings
+    from landbot.intake.commands import retry as retry_pr
+    from landbot.runtime import make_lander, open_store, resolve_repo
+
+    settings = load_settings(config)
+    name = resolve_repo(settings, repo)
+    store = open_store(settings)
+    lander = make_lander(settings, store, progress=lambda msg: typer.echo(f"… {msg}", err=True))
+    decision = retry_pr(lander, store, name, pr, source="operator")
+    typer.echo(f"{name}#{pr}: {decision.outcome}: {decision.why}")
 
 
 @app.command()
@@ -94,7 +159,30 @@ def status(
     config: ConfigOpt = None,
 ) -> None:
     """Drops, jobs and outcomes, newest first."""
-    raise NotBuiltError("status", "intake")
+    from landbot.config import load_settings
+    from landbot.runtime import dumps, open_store, status_rows
+
+    settings = load_settings(config)
+    rows = status_rows(open_store(settings), repo)
+    if json_:
+        typer.echo(dumps(rows))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("repo", "PR", "head", "reason", "class", "outcome", "updated", "why")
+    for r in rows:
+        table.add_row(
+            r["repo"],
+            str(r["pr"]),
+            r["head_sha"][:7],
+            r["reason"],
+            r["class"] or "",
+            r["outcome"],
+            (r["updated_at"] or "")[:19],
+            r["summary"] or "",
+        )
+    Console().print(table if rows else "no drops recorded yet")
 
 
 @app.command()
@@ -198,10 +286,57 @@ def sandbox_run(
     workdir: Annotated[Path, typer.Option(help="Work tree, writable inside the sandbox.")],
     timeout: Annotated[float, typer.Option(help="Wall-clock limit in seconds.")] = 600.0,
     memory: Annotated[int, typer.Option(help="Memory cap in MB.")] = 2048,
+    env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--env",
+            help="Job variable NAME=VALUE for the command (LANDBOT_* only; repeatable).",
+            show_default=False,
+        ),
+    ] = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Run one command in the fixer sandbox: `landbot sandbox run --workdir DIR -- CMD ...`."""
-    raise NotBuiltError("sandbox run", "fixer")
+    """Run one command in the fixer sandbox: `landbot sandbox run --workdir DIR -- CMD ...`.
+
+    Exits with the command's own code, 124 when the timeout killed it, 137 when the memory
+    cap did.
+    """
+    # Only the sandbox's own modules: this command must start fast (no pydantic unless the
+    # [sandbox] settings are actually set).
+    from landbot.fixer.sandbox import prepare_workdir, run_sandboxed
+    from landbot.fixer.sandbox_settings import load_sandbox_options
+
+    command = list(ctx.args)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        _fail("no command given; usage: landbot sandbox run --workdir DIR -- CMD ...")
+    if timeout <= 0 or memory <= 0:
+        _fail("--timeout and --memory must be positive")
+    job_vars: dict[str, str] = {}
+    for item in env or []:
+        name, sep, value = item.partition("=")
+        if not sep:
+            _fail(f"--env {item!r} is not NAME=VALUE")
+        job_vars[name] = value
+    options = load_sandbox_options(config)
+    real = prepare_workdir(workdir, options.uid, options.gid)
+    result = run_sandboxed(
+        command,
+        real,
+        timeout=timeout,
+        memory_mb=memory,
+        env=job_vars,
+        extra_ro_paths=options.read_only,
+        stdin=None,
+        uid=options.uid,
+        gid=options.gid,
+        chown=False,
+    )
+    note = result.message()
+    if note is not None:
+        typer.echo(f"landbot: {note}", err=True)
+    raise typer.Exit(result.exit_code)
 
 
 @fixer_app.command("run")

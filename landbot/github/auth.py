@@ -19,11 +19,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Protocol
 
 from landbot.config import GitHubSettings
 from landbot.errors import LandbotError
-from landbot.github.errors import GitHubError, NotFound
+from landbot.github.errors import NotFound
+from landbot.github.repos import repo_path
 
 JWT_BACKDATE = 60.0  # GitHub's advice: iat a minute in the past against clock drift
 JWT_LIFETIME = 9 * 60.0  # exp - now; GitHub refuses more than 10 minutes
@@ -96,7 +98,7 @@ class AppAuth:
         if key not in self._installations:
             try:
                 data = http(
-                    "GET", f"/repos/{repo}/installation", authorization=self.app_authorization()
+                    "GET", f"{repo_path(repo)}/installation", authorization=self.app_authorization()
                 )
             except NotFound as exc:
                 raise NotFound(
@@ -142,9 +144,7 @@ class AppAuth:
         return token
 
     def authorization(self, repo: str | None, http: AuthHttp) -> str:
-        installation = (
-            self.installation_id(repo, http) if repo else self.default_installation(http)
-        )
+        installation = self.installation_id(repo, http) if repo else self.default_installation(http)
         return f"token {self.installation_token(installation, http)}"
 
     def git_token(self, repo: str, http: AuthHttp) -> str:
@@ -202,7 +202,7 @@ def make_auth(settings: GitHubSettings, *, clock: Callable[[], float] = time.tim
     )
 
 
-def read_private_key(path: Any) -> str:
+def read_private_key(path: Path) -> str:
     """The App's PEM private key, checked to be an RSA key (GitHub's JWTs are RS256)."""
     try:
         pem = path.read_text(encoding="utf-8")
@@ -233,7 +233,6 @@ __all__ = [
     "AppAuth",
     "Auth",
     "AuthHttp",
-    "GitHubError",
     "TokenAuth",
     "make_auth",
 ]

@@ -28,7 +28,7 @@ class NotFound(GitHubError):
 
 
 class ServerError(GitHubError):
-    """5xx, after the retry policy gave up (reads only; a mutation raises MutationOutcomeUnknown)."""
+    """5xx once the retry policy gave up (reads; a mutation raises MutationOutcomeUnknown)."""
 
 
 class NetworkError(GitHubError):

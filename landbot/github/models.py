@@ -1,6 +1,6 @@
 """What the stages need from GitHub, as small frozen dataclasses.
 
-Built from GitHub's JSON by the `from_*` functions of client.py; fields GitHub may omit
+Built from GitHub's JSON by parse.py; fields GitHub may omit
 (a deleted user, a deleted fork, a check run still running) are Optional here.
 """
 

@@ -45,7 +45,7 @@ def backoff(attempt: int, *, base: float, cap: float, rand: float) -> float:
     point of the upper half, so waits never collapse to zero yet clients spread out.
     `rand` is a number in [0, 1].
     """
-    raw = min(cap, base * 2 ** (attempt - 1))
+    raw = min(cap, base * 2.0 ** (attempt - 1))
     return raw / 2 + raw / 2 * rand
 
 
@@ -105,7 +105,7 @@ class RetryPolicy:
                 return None
             if exc.retry_after is not None:
                 return min(exc.retry_after, self.rate_limit_cap)
-            doubled = self.rate_limit_default * 2 ** (rate_limit_failures - 1)
+            doubled = self.rate_limit_default * 2.0 ** (rate_limit_failures - 1)
             return min(doubled, self.rate_limit_cap)
         if isinstance(exc, ServerError | NetworkError):
             if transient_failures >= self.max_attempts:

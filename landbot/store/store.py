@@ -15,7 +15,15 @@ from typing import Any
 import sqlalchemy as sa
 
 from landbot.store import db
-from landbot.store.tables import actions, budgets, comments, deliveries, drops, jobs
+from landbot.store.tables import (
+    actions,
+    budgets,
+    comments,
+    deliveries,
+    drops,
+    jobs,
+    merge_groups,
+)
 
 
 def utcnow() -> dt.datetime:
@@ -169,6 +177,24 @@ class Store:
         """Close a job this worker holds; False when the lease was lost to another worker."""
         return self._finish(jobs, job_id, owner, status, result=result, error=error)
 
+    def retry_job(self, job_id: int, owner: str, not_before: dt.datetime, error: str) -> bool:
+        """Give a job back for a later attempt (a transient failure)."""
+        now = utcnow()
+        with self.tx() as conn:
+            res = conn.execute(
+                jobs.update()
+                .where(jobs.c.id == job_id, jobs.c.lease_owner == owner)
+                .values(
+                    status="queued",
+                    lease_owner=None,
+                    lease_expires_at=None,
+                    not_before=not_before,
+                    error=error,
+                    updated_at=now,
+                )
+            )
+            return res.rowcount == 1
+
     def cancel_jobs(self, dedupe_prefix: str) -> int:
         """Cancel queued jobs whose dedupe key starts with `dedupe_prefix` (an old head)."""
         with self.tx() as conn:
@@ -240,7 +266,7 @@ class Store:
             return int(pk[0]), True
 
     def update_drop(self, drop_id: int, **values: Any) -> None:
-        allowed = {"outcome", "summary", "class_", "evidence", "merge_group_sha"}
+        allowed = {"outcome", "summary", "class_", "evidence", "merge_group_sha", "plan"}
         unknown = set(values) - allowed
         if unknown:
             raise ValueError(f"cannot update drop fields {sorted(unknown)}")
@@ -263,16 +289,120 @@ class Store:
         with self.engine.connect() as conn:
             return list(conn.execute(q))
 
+    def find_drop_near(
+        self, repo: str, pr: int, reason: str, around: dt.datetime, window: dt.timedelta
+    ) -> sa.Row[Any] | None:
+        """A drop of the same PR and reason observed within `window` of `around`: the same
+        removal reported by another door (a webhook and a poll sweep)."""
+        with self.engine.connect() as conn:
+            return conn.execute(
+                sa.select(drops)
+                .where(
+                    drops.c.repo == repo,
+                    drops.c.pr == pr,
+                    drops.c.reason == reason,
+                    drops.c.observed_at >= around - window,
+                    drops.c.observed_at <= around + window,
+                )
+                .order_by(drops.c.id)
+                .limit(1)
+            ).first()
+
+    # --- merge groups ----------------------------------------------------------------
+
+    def remember_group(
+        self,
+        *,
+        repo: str,
+        pr: int,
+        head_sha: str,
+        head_ref: str,
+        base_ref: str | None,
+        base_sha: str | None,
+        status: str,
+    ) -> None:
+        now = utcnow()
+        with self.tx() as conn:
+            res = conn.execute(
+                merge_groups.update()
+                .where(merge_groups.c.repo == repo, merge_groups.c.head_sha == head_sha)
+                .values(status=status, updated_at=now)
+            )
+            if res.rowcount == 0:
+                conn.execute(
+                    merge_groups.insert().values(
+                        repo=repo,
+                        pr=pr,
+                        head_sha=head_sha,
+                        head_ref=head_ref,
+                        base_ref=base_ref,
+                        base_sha=base_sha,
+                        status=status,
+                        failures=[],
+                        created_at=now,
+                        updated_at=now,
+                    )
+                )
+
+    def add_group_failure(
+        self, repo: str, head_sha: str, failure: Mapping[str, Any], *, pr: int, head_ref: str
+    ) -> None:
+        """Remember a failed check or run on a group commit (creating the group if the
+        `merge_group` event was missed)."""
+        now = utcnow()
+        with self.tx() as conn:
+            row = conn.execute(
+                sa.select(merge_groups.c.id, merge_groups.c.failures).where(
+                    merge_groups.c.repo == repo, merge_groups.c.head_sha == head_sha
+                )
+            ).first()
+            if row is None:
+                conn.execute(
+                    merge_groups.insert().values(
+                        repo=repo,
+                        pr=pr,
+                        head_sha=head_sha,
+                        head_ref=head_ref,
+                        status="checks_requested",
+                        failures=[dict(failure)],
+                        created_at=now,
+                        updated_at=now,
+                    )
+                )
+                return
+            failures = [f for f in (row.failures or []) if f != dict(failure)]
+            conn.execute(
+                merge_groups.update()
+                .where(merge_groups.c.id == row.id)
+                .values(failures=[*failures, dict(failure)], updated_at=now)
+            )
+
+    def groups_for(self, repo: str, pr: int) -> list[sa.Row[Any]]:
+        """The merge groups that tested `pr`, newest first."""
+        with self.engine.connect() as conn:
+            return list(
+                conn.execute(
+                    sa.select(merge_groups)
+                    .where(merge_groups.c.repo == repo, merge_groups.c.pr == pr)
+                    .order_by(merge_groups.c.id.desc())
+                )
+            )
+
     # --- comments --------------------------------------------------------------------
 
     def comment_id(self, repo: str, pr: int, marker: str) -> int | None:
+        ref = self.comment_ref(repo, pr, marker)
+        return ref[0] if ref else None
+
+    def comment_ref(self, repo: str, pr: int, marker: str) -> tuple[int, str | None] | None:
+        """(comment id, node id) of the bot's comment of kind `marker` on a PR."""
         with self.engine.connect() as conn:
             row = conn.execute(
-                sa.select(comments.c.comment_id).where(
+                sa.select(comments.c.comment_id, comments.c.node_id).where(
                     comments.c.repo == repo, comments.c.pr == pr, comments.c.marker == marker
                 )
             ).first()
-            return int(row.comment_id) if row else None
+            return (int(row.comment_id), row.node_id) if row else None
 
     def save_comment(
         self, repo: str, pr: int, marker: str, comment_id: int, node_id: str | None

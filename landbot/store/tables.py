@@ -75,6 +75,7 @@ drops = sa.Table(
     sa.Column("outcome", sa.String(20), nullable=False, server_default="pending"),
     sa.Column("summary", sa.Text),
     sa.Column("evidence", sa.JSON),
+    sa.Column("plan", sa.JSON),  # revision 0003: the decision, saved before acting
     sa.Column("observed_at", TS, nullable=False),
     sa.Column("created_at", TS, nullable=False),
     sa.Column("updated_at", TS, nullable=False),
@@ -142,4 +143,25 @@ actions = sa.Table(
     sa.Column("result", sa.JSON),
     sa.Column("created_at", TS, nullable=False),
     sa.Column("updated_at", TS, nullable=False),
+)
+
+
+# Revision 0003: which merge-group commit tested which PR (from `merge_group` events), and the
+# failed checks seen on it (from `check_run`/`workflow_run` events), for triage.
+merge_groups = sa.Table(
+    "merge_groups",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("repo", sa.String(200), nullable=False),
+    sa.Column("pr", sa.Integer, nullable=False),
+    sa.Column("head_sha", sa.String(40), nullable=False),
+    sa.Column("head_ref", sa.String(400), nullable=False),
+    sa.Column("base_ref", sa.String(300)),
+    sa.Column("base_sha", sa.String(40)),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("failures", sa.JSON),
+    sa.Column("created_at", TS, nullable=False),
+    sa.Column("updated_at", TS, nullable=False),
+    sa.UniqueConstraint("repo", "head_sha", name="uq_merge_groups_repo_sha"),
+    sa.Index("ix_merge_groups_repo_pr", "repo", "pr"),
 )

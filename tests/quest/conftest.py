@@ -101,4 +101,3 @@ def repo(tmp_path: Path) -> Iterator[Repo]:
     yield Repo(path)
 
 
-RepoFactory = Callable[[str], Repo]

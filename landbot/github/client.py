@@ -1,0 +1,673 @@
+"""GitHubClient: the typed GitHub operations every stage calls (sync).
+
+Built on githubkit (`GitHub`, `auto_retry=False`, `http_cache=False`, its own
+`MemCacheStrategy()`) pointed at `settings.api_url`, so a local fake is reached by URL;
+GraphQL goes to `<api_url>/graphql`. Every call runs under the one retry policy of
+retry.py, and counts in `client.calls` (every HTTP request sent to the API, retries and
+auth calls included) so tests can assert call budgets.
+
+githubkit and httpx are imported on first use: building a client costs nothing, and a
+command that never talks to GitHub never imports them.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import quote, urljoin
+
+from landbot.config import GitHubSettings
+from landbot.github import documents, parse
+from landbot.github.auth import AppAuth, Auth, make_auth
+from landbot.github.errors import (
+    GitHubError,
+    GraphQLError,
+    NetworkError,
+    NotFound,
+    RateLimited,
+    ServerError,
+)
+from landbot.github.models import (
+    CheckRun,
+    Comment,
+    EnqueueResult,
+    Job,
+    MergeQueueEntry,
+    PullRemovals,
+    PullState,
+    WorkflowRun,
+)
+from landbot.github.repos import repo_path, split_repo
+from landbot.github.retry import Retrier, RetryPolicy, rate_limit_wait, reset_wait
+
+if TYPE_CHECKING:
+    import httpx
+    from githubkit import GitHub, UnauthAuthStrategy
+
+log = logging.getLogger("landbot.github")
+
+T = TypeVar("T")
+
+API_VERSION = "2022-11-28"
+USER_AGENT = "landbot"
+PER_PAGE = 100
+# GITHUB_TOKEN cannot read GET /user; comments it writes are by this account.
+ACTIONS_BOT = "github-actions[bot]"
+# Permission names GitHub defines; a custom role's name falls back to `permission`.
+ROLES = ("admin", "maintain", "write", "triage", "read", "none")
+_NODE_MEMORY = 10_000  # node id -> repository entries kept for App auth of node-id calls
+
+
+class GitHubClient:
+    """One GitHub connection with its credentials, retry policy and call counter.
+
+    `sleep`, `clock` (epoch seconds) and `rand` are injectable so tests neither sleep nor
+    depend on chance. Not thread-safe: the worker is a plain loop.
+    """
+
+    def __init__(
+        self,
+        settings: GitHubSettings,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+        rand: Callable[[], float] = random.random,
+        policy: RetryPolicy | None = None,
+        auth: Auth | None = None,
+        timeout: float = 30.0,
+        mutation_gap: float = 1.0,
+    ) -> None:
+        self.settings = settings
+        self.calls = 0
+        self.auth: Auth = auth if auth is not None else make_auth(settings, clock=clock)
+        self.mutation_gap = mutation_gap  # GitHub asks for ~1 s between mutations
+        self._sleep = sleep
+        self._clock = clock
+        self._timeout = timeout
+        self._retrier = Retrier(policy or RetryPolicy(), sleep=sleep, rand=rand)
+        self._gh: GitHub[UnauthAuthStrategy] | None = None
+        self._download: httpx.Client | None = None
+        self._bot_login: str | None = None
+        self._node_repos: dict[str, str] = {}
+        self._last_mutation: float | None = None
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._gh is not None:
+            self._gh.__exit__(None, None, None)
+            self._gh = None
+        if self._download is not None:
+            self._download.close()
+            self._download = None
+
+    def __enter__(self) -> GitHubClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- pull requests ---------------------------------------------------------------
+
+    def pull_request(self, repo: str, number: int) -> PullState:
+        owner, name = split_repo(repo)
+        data = self._graphql(
+            "pull_request", {"owner": owner, "name": name, "number": number}, repo=repo
+        )
+        node = ((data.get("repository") or {}).get("pullRequest")) or None
+        if node is None:
+            raise NotFound(404, f"pull request {repo}#{number} does not exist")
+        state = self._parse(partial(parse.pull_state, repo), node, "pull request")
+        self._remember(state.node_id, repo)
+        return state
+
+    def queue_removals(self, repo: str, *, first: int = 50) -> list[PullRemovals]:
+        """Recently updated open PRs with their last 5 queue events (one GraphQL call)."""
+        owner, name = split_repo(repo)
+        data = self._graphql(
+            "queue_removals", {"owner": owner, "name": name, "first": first}, repo=repo
+        )
+        repository = data.get("repository")
+        if repository is None:
+            raise NotFound(404, f"repository {repo} does not exist or is not visible")
+        nodes = ((repository.get("pullRequests") or {}).get("nodes")) or []
+        out = [self._parse(partial(parse.pull_removals, repo), n, "pull request") for n in nodes]
+        for pr in out:
+            self._remember(pr.node_id, repo)
+        return out
+
+    def merge_queue_entries(
+        self, repo: str, branch: str, *, first: int = 100
+    ) -> list[MergeQueueEntry]:
+        """The merge queue of `branch` ([] when the branch has no merge queue)."""
+        owner, name = split_repo(repo)
+        data = self._graphql(
+            "merge_queue_entries",
+            {"owner": owner, "name": name, "branch": branch, "first": first},
+            repo=repo,
+        )
+        queue = (data.get("repository") or {}).get("mergeQueue")
+        if queue is None:
+            return []
+        nodes = ((queue.get("entries") or {}).get("nodes")) or []
+        return [self._parse(parse.merge_queue_entry, n, "queue entry") for n in nodes]
+
+    def enqueue(
+        self, pr_node_id: str, expected_head_oid: str | None, *, repo: str | None = None
+    ) -> EnqueueResult:
+        """Put the PR at the back of the queue; "already in the queue" counts as success."""
+        try:
+            data = self._graphql(
+                "enqueue_pull_request",
+                {"pullRequestId": pr_node_id, "expectedHeadOid": expected_head_oid},
+                repo=self._repo_of(pr_node_id, repo),
+            )
+        except GraphQLError as exc:
+            if already_queued(exc):
+                return EnqueueResult(already_queued=True, entry_id=None, state=None, position=None)
+            raise
+        return self._parse(parse.enqueue_result, data, "enqueue")
+
+    def dequeue(self, pr_node_id: str, *, repo: str | None = None) -> None:
+        self._graphql(
+            "dequeue_pull_request", {"id": pr_node_id}, repo=self._repo_of(pr_node_id, repo)
+        )
+
+    def enable_auto_merge(
+        self,
+        pr_node_id: str,
+        expected_head_oid: str | None,
+        merge_method: str = "MERGE",
+        *,
+        repo: str | None = None,
+    ) -> None:
+        """Arm auto-merge: the PR joins the queue once its required checks pass."""
+        self._graphql(
+            "enable_auto_merge",
+            {
+                "pullRequestId": pr_node_id,
+                "expectedHeadOid": expected_head_oid,
+                "mergeMethod": merge_method,
+            },
+            repo=self._repo_of(pr_node_id, repo),
+        )
+
+    # --- checks and Actions ----------------------------------------------------------
+
+    def check_runs(self, repo: str, ref: str) -> list[CheckRun]:
+        path = f"{repo_path(repo)}/commits/{quote(ref, safe='/')}/check-runs"
+        items = self._paginate(repo, path, {}, key="check_runs")
+        return [self._parse(parse.check_run, i, "check run") for i in items]
+
+    def merge_group_runs(self, repo: str, *, head_sha: str | None = None) -> list[WorkflowRun]:
+        params = {"event": "merge_group"}
+        if head_sha:
+            params["head_sha"] = head_sha
+        items = self._paginate(repo, f"{repo_path(repo)}/actions/runs", params, key="workflow_runs")
+        return [self._parse(parse.workflow_run, i, "workflow run") for i in items]
+
+    def run_jobs(self, repo: str, run_id: int) -> list[Job]:
+        path = f"{repo_path(repo)}/actions/runs/{int(run_id)}/jobs"
+        items = self._paginate(repo, path, {}, key="jobs")
+        return [self._parse(parse.job, i, "job") for i in items]
+
+    def job(self, repo: str, job_id: int) -> Job:
+        data = self._rest("GET", f"{repo_path(repo)}/actions/jobs/{int(job_id)}", repo=repo)
+        return self._parse(parse.job, data, "job")
+
+    def job_log(
+        self, repo: str, job_id: int, *, chunk_size: int | None = None
+    ) -> AbstractContextManager[Iterator[bytes]]:
+        """Stream one job's log: `with client.job_log(repo, id) as chunks: for b in chunks:`.
+
+        The API answers 302 to a short-lived plain-text URL on another host; that URL is
+        fetched WITHOUT the Authorization header (it carries its own signature, and the
+        token must not leak to the storage host). Nothing is read before the caller iterates.
+        """
+        return self._job_log(repo, job_id, chunk_size)
+
+    # --- comments --------------------------------------------------------------------
+
+    def comments(self, repo: str, number: int) -> list[Comment]:
+        path = f"{repo_path(repo)}/issues/{int(number)}/comments"
+        items = self._paginate(repo, path, {}, key=None)
+        out = [self._parse(parse.comment, i, "comment") for i in items]
+        for c in out:
+            self._remember(c.node_id, repo)
+        return out
+
+    def create_comment(self, repo: str, number: int, body: str) -> Comment:
+        data = self._rest(
+            "POST",
+            f"{repo_path(repo)}/issues/{int(number)}/comments",
+            repo=repo,
+            json={"body": body},
+        )
+        made = self._parse(parse.comment, data, "comment")
+        self._remember(made.node_id, repo)
+        return made
+
+    def update_comment(self, repo: str, comment_id: int, body: str) -> Comment:
+        data = self._rest(
+            "PATCH",
+            f"{repo_path(repo)}/issues/comments/{int(comment_id)}",
+            repo=repo,
+            json={"body": body},
+        )
+        return self._parse(parse.comment, data, "comment")
+
+    def upsert_marked_comment(
+        self, repo: str, number: int, marker: str, body: str, *, known_id: int | None = None
+    ) -> Comment:
+        """Edit the bot's own comment carrying `marker`, or create one.
+
+        A comment by anyone else is never edited, even if it carries the marker (anyone can
+        paste it). `known_id` (from the store) skips the listing; if that comment is gone the
+        listing is used. The body always carries the marker, so the next upsert finds it.
+        An unchanged body is not sent again.
+        """
+        if marker not in body:
+            body = f"{marker}\n{body}"
+        if known_id is not None:
+            try:
+                return self.update_comment(repo, known_id, body)
+            except NotFound:
+                log.info("comment %s on %s#%s is gone; looking for another", known_id, repo, number)
+        me = self.bot_login().lower()
+        mine = [
+            c
+            for c in self.comments(repo, number)
+            if marker in c.body and c.user is not None and c.user.lower() == me
+        ]
+        if not mine:
+            return self.create_comment(repo, number, body)
+        latest = mine[-1]  # GitHub lists oldest first
+        if latest.body == body:
+            return latest
+        return self.update_comment(repo, latest.id, body)
+
+    def minimize_comment(
+        self, node_id: str, classifier: str = "OUTDATED", *, repo: str | None = None
+    ) -> None:
+        self._graphql(
+            "minimize_comment",
+            {"subjectId": node_id, "classifier": classifier},
+            repo=self._repo_of(node_id, repo),
+        )
+
+    def add_reaction(self, repo: str, comment_id: int, content: str) -> None:
+        """React to an issue comment ("eyes", "+1", "-1", ...); repeating it is harmless."""
+        self._rest(
+            "POST",
+            f"{repo_path(repo)}/issues/comments/{int(comment_id)}/reactions",
+            repo=repo,
+            json={"content": content},
+            repeatable=True,  # GitHub answers 200 with the existing reaction
+        )
+
+    # --- people ----------------------------------------------------------------------
+
+    def collaborator_permission(self, repo: str, username: str) -> str:
+        """admin | maintain | write | triage | read | none ("none" for a stranger)."""
+        path = f"{repo_path(repo)}/collaborators/{quote(username, safe='')}/permission"
+        try:
+            data = self._rest("GET", path, repo=repo)
+        except NotFound:
+            return "none"  # not a user GitHub knows: no rights
+        role = data.get("role_name") if isinstance(data, dict) else None
+        if role in ROLES:
+            return str(role)
+        permission = data.get("permission") if isinstance(data, dict) else None
+        return str(permission) if permission in ROLES else "none"
+
+    def bot_login(self) -> str:
+        """The login the bot's comments carry: `<slug>[bot]` for an App, else GET /user."""
+        if self._bot_login is None:
+            if isinstance(self.auth, AppAuth):
+                data = self._auth_http("GET", "/app", authorization=self.auth.app_authorization())
+                self._bot_login = f"{data['slug']}[bot]"
+            else:
+                try:
+                    self._bot_login = str(self._rest("GET", "/user", repo=None)["login"])
+                except GitHubError as exc:
+                    if exc.status != 403:
+                        raise
+                    self._bot_login = ACTIONS_BOT  # Actions' GITHUB_TOKEN: no /user access
+        return self._bot_login
+
+    def git_token(self, repo: str) -> str:
+        """The token to push to `repo` with git (the installation token, or the plain token)."""
+        split_repo(repo)
+        return self.auth.git_token(repo, self._auth_http)
+
+    # --- plumbing --------------------------------------------------------------------
+
+    def _github(self) -> GitHub[UnauthAuthStrategy]:
+        if self._gh is None:
+            from githubkit import GitHub, UnauthAuthStrategy
+            from githubkit.cache import MemCacheStrategy
+
+            gh = GitHub(
+                UnauthAuthStrategy(),
+                base_url=self.settings.api_url,
+                user_agent=USER_AGENT,
+                timeout=self._timeout,
+                auto_retry=False,
+                http_cache=False,
+                cache_strategy=MemCacheStrategy(),
+            )
+            # One connection pool for the client's life (without it githubkit opens a new
+            # httpx client, and TLS context, per request).
+            gh.__enter__()  # type: ignore[no-untyped-call]  # githubkit leaves it unannotated
+            self._gh = gh
+        return self._gh
+
+    def _headers(self, authorization: str) -> dict[str, str]:
+        return {"Authorization": authorization, "X-GitHub-Api-Version": API_VERSION}
+
+    def _exchange(
+        self,
+        method: str,
+        url: str,
+        *,
+        authorization: str,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+    ) -> httpx.Response:
+        """One HTTP request, its failure classified into the errors the policy knows."""
+        from githubkit.exception import RequestError, RequestFailed, RequestTimeout
+
+        gh = self._github()
+        self.calls += 1
+        try:
+            response = gh.request(
+                method, url, params=params, json=json, headers=self._headers(authorization)
+            )
+        except RequestFailed as exc:  # includes githubkit's rate-limit subclasses
+            raise self._http_error(exc.response.raw_response) from None
+        except RequestTimeout as exc:
+            raise network_error(exc.exc, method, url) from exc
+        except RequestError as exc:
+            raise network_error(exc.exc, method, url) from exc
+        return response.raw_response
+
+    def _http_error(self, response: httpx.Response) -> GitHubError:
+        status = response.status_code
+        message = error_message(response)
+        method, url = response.request.method, str(response.request.url)
+        limited, wait = rate_limit_wait(status, response.headers, message, self._clock())
+        if limited:
+            return RateLimited(status, message, retry_after=wait, method=method, url=url)
+        if status == 404:
+            return NotFound(status, message, method=method, url=url)
+        if status >= 500:
+            return ServerError(status, message, method=method, url=url)
+        return GitHubError(status, message, method=method, url=url)
+
+    def _authorization(self, repo: str | None) -> str:
+        return self.auth.authorization(repo, self._auth_http)
+
+    def _auth_http(self, method: str, path: str, *, authorization: str) -> Any:
+        """Calls made for auth itself (installation lookup, token minting, GET /app).
+
+        Minting a token twice is harmless, so these are retried like reads.
+        """
+        response = self._retrier.call(
+            lambda: self._exchange(method, path, authorization=authorization), mutation=False
+        )
+        return response.json()
+
+    def _call(
+        self,
+        attempt: Callable[[str], T],
+        *,
+        repo: str | None,
+        mutation: bool,
+        repeatable: bool = False,
+    ) -> T:
+        """Run `attempt(authorization)` under the policy; once more with fresh auth after a 401."""
+        authorization = self._authorization(repo)
+        if mutation:
+            self._pace_mutation()
+        guarded = mutation and not repeatable
+        try:
+            try:
+                return self._retrier.call(lambda: attempt(authorization), mutation=guarded)
+            except GitHubError as exc:
+                # A 401 means GitHub did nothing; an App token may have been revoked or the
+                # App reinstalled: forget it and try once with a fresh one.
+                if exc.status != 401 or not self.auth.invalidate(repo):
+                    raise
+                authorization = self._authorization(repo)
+                return self._retrier.call(lambda: attempt(authorization), mutation=guarded)
+        finally:
+            if mutation:
+                self._last_mutation = self._clock()
+
+    def _pace_mutation(self) -> None:
+        if self._last_mutation is None or self.mutation_gap <= 0:
+            return
+        wait = self._last_mutation + self.mutation_gap - self._clock()
+        if wait > 0:
+            self._sleep(wait)
+
+    def _rest(
+        self,
+        method: str,
+        path: str,
+        *,
+        repo: str | None,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+        repeatable: bool = False,
+    ) -> Any:
+        mutation = method.upper() in {"POST", "PATCH", "PUT", "DELETE"}
+        response = self._call(
+            lambda authz: self._exchange(
+                method, path, authorization=authz, params=params, json=json
+            ),
+            repo=repo,
+            mutation=mutation,
+            repeatable=repeatable,
+        )
+        if response.status_code == 204 or not response.content:
+            return None
+        return response.json()
+
+    def _paginate(
+        self, repo: str, path: str, params: dict[str, Any], *, key: str | None
+    ) -> list[Any]:
+        """Every item of a REST list, following `Link: rel="next"` (per_page=100)."""
+        import httpx
+
+        api = httpx.URL(self.settings.api_url)
+        url: str = path
+        page_params: dict[str, Any] | None = {**params, "per_page": PER_PAGE}
+        seen: set[str] = set()
+        items: list[Any] = []
+        while True:
+
+            def get_page(authz: str, u: str = url, p: Any = page_params) -> httpx.Response:
+                return self._exchange("GET", u, authorization=authz, params=p)
+
+            response = self._call(get_page, repo=repo, mutation=False)
+            body = response.json()
+            page = body if key is None else (body or {}).get(key)
+            if not isinstance(page, list):
+                raise GitHubError(
+                    response.status_code,
+                    f"unexpected answer to GET {response.request.url}: no list"
+                    + (f" under {key!r}" if key else ""),
+                )
+            items.extend(page)
+            next_url = response.links.get("next", {}).get("url")
+            if not next_url:
+                return items
+            target = httpx.URL(next_url)
+            # The token goes with the request: never follow a next link to another host.
+            if (target.scheme, target.host, target.port) != (api.scheme, api.host, api.port):
+                raise GitHubError(
+                    response.status_code, f"refusing a next-page link to another host: {target}"
+                )
+            if next_url in seen:
+                raise GitHubError(response.status_code, f"next-page links loop at {next_url}")
+            seen.add(next_url)
+            url, page_params = next_url, None
+
+    def _graphql(self, name: str, variables: dict[str, Any], *, repo: str | None) -> Any:
+        """Run queries/<name>.graphql; the `data` object, or an error for any `errors`."""
+        text = documents.document(name)
+        mutation = documents.is_mutation(text)
+        url = self.settings.graphql_url
+
+        def attempt(authorization: str) -> Any:
+            response = self._exchange(
+                "POST",
+                url,
+                authorization=authorization,
+                json={"query": text, "variables": variables},
+            )
+            body = response.json()
+            errors = body.get("errors") if isinstance(body, dict) else None
+            if errors:
+                errors = [e if isinstance(e, dict) else {"message": str(e)} for e in errors]
+                types = {str(e.get("type")) for e in errors}
+                if types & {"RATE_LIMITED", "RATE_LIMIT"}:
+                    raise RateLimited(
+                        response.status_code,
+                        "; ".join(str(e.get("message", "")) for e in errors),
+                        retry_after=reset_wait(response.headers, self._clock()),
+                        method="POST",
+                        url=url,
+                    )
+                if "NOT_FOUND" in types:
+                    raise NotFound(
+                        response.status_code,
+                        "; ".join(str(e.get("message", "")) for e in errors),
+                        method="POST",
+                        url=url,
+                    )
+                raise GraphQLError(errors, data=body.get("data"), method="POST", url=url)
+            data = body.get("data") if isinstance(body, dict) else None
+            if not isinstance(data, dict):
+                raise GitHubError(response.status_code, f"GraphQL {name}: no data in the answer")
+            return data
+
+        return self._call(attempt, repo=repo, mutation=mutation)
+
+    @contextmanager
+    def _job_log(self, repo: str, job_id: int, chunk_size: int | None) -> Iterator[Iterator[bytes]]:
+        path = f"{repo_path(repo)}/actions/jobs/{int(job_id)}/logs"
+        with ExitStack() as keep:
+            response = self._call(
+                lambda authz: self._open_log(path, authz, keep), repo=repo, mutation=False
+            )
+            yield _chunks(response, chunk_size)
+
+    def _open_log(self, path: str, authorization: str, keep: ExitStack) -> httpx.Response:
+        """One attempt: ask the API (no redirect following), then open the log stream."""
+        import httpx
+
+        self.calls += 1
+        with ExitStack() as attempt:
+            client = attempt.enter_context(self._github().get_sync_client())
+            request = client.build_request("GET", path, headers=self._headers(authorization))
+            try:
+                response = client.send(request, stream=True, follow_redirects=False)
+            except httpx.TransportError as exc:
+                raise network_error(exc, "GET", str(request.url)) from exc
+            attempt.callback(response.close)
+            if response.is_redirect and "location" in response.headers:
+                target = urljoin(str(request.url), response.headers["location"])
+                response.close()
+                download = self._downloader()
+                plain = download.build_request("GET", target)  # no Authorization: not ours
+                try:
+                    log_response = download.send(plain, stream=True)
+                except httpx.TransportError as exc:
+                    raise network_error(exc, "GET", target) from exc
+                attempt.callback(log_response.close)
+                response = log_response
+            if response.is_error:
+                response.read()
+                raise self._http_error(response)
+            keep.enter_context(attempt.pop_all())
+            return response
+
+    def _downloader(self) -> httpx.Client:
+        """A plain httpx client for log downloads: no base URL, no credentials."""
+        if self._download is None:
+            import httpx
+
+            self._download = httpx.Client(
+                timeout=self._timeout,
+                follow_redirects=True,
+                headers={"User-Agent": USER_AGENT},
+            )
+        return self._download
+
+    def _remember(self, node_id: str, repo: str) -> None:
+        if not node_id:
+            return
+        if len(self._node_repos) >= _NODE_MEMORY:
+            self._node_repos.clear()
+        self._node_repos[node_id] = repo
+
+    def _repo_of(self, node_id: str, repo: str | None) -> str | None:
+        """The repository a node-id call is for (App auth picks the installation by it)."""
+        return repo if repo is not None else self._node_repos.get(node_id)
+
+    def _parse(self, build: Callable[[Any], T], value: Any, what: str) -> T:
+        try:
+            return build(value)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise GitHubError(
+                200, f"unexpected {what} object from GitHub (missing or bad {exc})"
+            ) from None
+
+
+def _chunks(response: httpx.Response, chunk_size: int | None) -> Iterator[bytes]:
+    import httpx
+
+    try:
+        yield from response.iter_bytes(chunk_size)
+    except httpx.TransportError as exc:
+        raise NetworkError(
+            f"the log download broke off: {exc!r}",
+            may_have_sent=True,
+            method="GET",
+            url=str(response.request.url),
+        ) from exc
+
+
+def network_error(exc: BaseException, method: str, url: str) -> NetworkError:
+    """A transport failure; `may_have_sent` is False only when no connection was made."""
+    import httpx
+
+    never_sent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
+    kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
+    return NetworkError(
+        f"request {kind}: {exc!r}", may_have_sent=not never_sent, method=method, url=url
+    )
+
+
+def error_message(response: httpx.Response) -> str:
+    """GitHub's `message` field, or the start of the body."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and body.get("message"):
+        return str(body["message"])
+    text = response.text.strip().splitlines()
+    return text[0][:200] if text else response.reason_phrase or "error"
+
+
+def already_queued(exc: GraphQLError) -> bool:
+    """GitHub's answer to enqueueing a PR that is already queued (observed wording)."""
+    return any("already in the queue" in str(e.get("message", "")).lower() for e in exc.errors)

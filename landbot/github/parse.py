@@ -1,0 +1,173 @@
+"""GitHub's JSON (REST objects, GraphQL nodes) to the dataclasses of models.py.
+
+Pure functions. Required fields are read with [] (a KeyError means GitHub, or a fake,
+answered something else; the client turns it into a GitHubError); optional ones with .get.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from landbot.github.models import (
+    CheckRun,
+    Comment,
+    EnqueueResult,
+    Job,
+    MergeQueueEntry,
+    PullRemovals,
+    PullState,
+    QueueEvent,
+    Step,
+    WorkflowRun,
+)
+
+
+def timestamp(value: Any) -> datetime | None:
+    """An ISO 8601 time from GitHub ("2026-11-03T10:15:30Z"), or None."""
+    if not isinstance(value, str) or not value:
+        return None
+    return datetime.fromisoformat(value)
+
+
+def _login(actor: Any) -> str | None:
+    return str(actor["login"]) if isinstance(actor, dict) and actor.get("login") else None
+
+
+def pull_state(repo: str, node: dict[str, Any]) -> PullState:
+    labels = ((node.get("labels") or {}).get("nodes")) or []
+    head_repo = node.get("headRepository")
+    return PullState(
+        repo=repo,
+        node_id=str(node["id"]),
+        number=int(node["number"]),
+        state=str(node["state"]),
+        merged=bool(node.get("merged")),
+        head_oid=str(node["headRefOid"]),
+        head_ref=str(node["headRefName"]),
+        base_ref=str(node["baseRefName"]),
+        in_merge_queue=bool(node.get("isInMergeQueue")),
+        auto_merge=node.get("autoMergeRequest") is not None,
+        labels=tuple(str(label["name"]) for label in labels if label),
+        author=_login(node.get("author")),
+        maintainer_can_modify=bool(node.get("maintainerCanModify")),
+        head_repo=str(head_repo["nameWithOwner"]) if isinstance(head_repo, dict) else None,
+        url=str(node.get("url") or ""),
+    )
+
+
+def check_run(obj: dict[str, Any]) -> CheckRun:
+    app = obj.get("app")
+    return CheckRun(
+        id=int(obj["id"]),
+        name=str(obj["name"]),
+        status=str(obj.get("status") or ""),
+        conclusion=obj.get("conclusion"),
+        html_url=obj.get("html_url"),
+        details_url=obj.get("details_url"),
+        app_slug=app.get("slug") if isinstance(app, dict) else None,
+        started_at=timestamp(obj.get("started_at")),
+        completed_at=timestamp(obj.get("completed_at")),
+    )
+
+
+def workflow_run(obj: dict[str, Any]) -> WorkflowRun:
+    return WorkflowRun(
+        id=int(obj["id"]),
+        name=obj.get("name"),
+        head_branch=obj.get("head_branch"),
+        head_sha=str(obj["head_sha"]),
+        status=obj.get("status"),
+        conclusion=obj.get("conclusion"),
+        html_url=str(obj.get("html_url") or ""),
+    )
+
+
+def job(obj: dict[str, Any]) -> Job:
+    steps = obj.get("steps") or []
+    return Job(
+        id=int(obj["id"]),
+        run_id=int(obj["run_id"]) if obj.get("run_id") is not None else None,
+        name=str(obj["name"]),
+        status=obj.get("status"),
+        conclusion=obj.get("conclusion"),
+        html_url=obj.get("html_url"),
+        steps=tuple(
+            Step(
+                number=int(s["number"]),
+                name=str(s["name"]),
+                status=s.get("status"),
+                conclusion=s.get("conclusion"),
+            )
+            for s in steps
+        ),
+    )
+
+
+def comment(obj: dict[str, Any]) -> Comment:
+    return Comment(
+        id=int(obj["id"]),
+        node_id=str(obj.get("node_id") or ""),
+        body=str(obj.get("body") or ""),
+        user=_login(obj.get("user")),
+        created_at=timestamp(obj.get("created_at")),
+        html_url=obj.get("html_url"),
+    )
+
+
+def enqueue_result(data: dict[str, Any] | None) -> EnqueueResult:
+    entry = ((data or {}).get("enqueuePullRequest") or {}).get("mergeQueueEntry") or {}
+    position = entry.get("position")
+    return EnqueueResult(
+        already_queued=False,
+        entry_id=entry.get("id"),
+        state=entry.get("state"),
+        position=int(position) if position is not None else None,
+    )
+
+
+def queue_event(node: dict[str, Any]) -> QueueEvent | None:
+    kind = {"RemovedFromMergeQueueEvent": "removed", "AddedToMergeQueueEvent": "added"}.get(
+        str(node.get("__typename"))
+    )
+    if kind is None:
+        return None  # another timeline item type: not asked for, ignore
+    before = node.get("beforeCommit")
+    return QueueEvent(
+        kind=kind,
+        id=str(node["id"]),
+        created_at=timestamp(node.get("createdAt")),
+        reason=node.get("reason"),
+        before_commit=str(before["oid"]) if isinstance(before, dict) else None,
+        actor=_login(node.get("actor")),
+    )
+
+
+def pull_removals(repo: str, node: dict[str, Any]) -> PullRemovals:
+    items = ((node.get("timelineItems") or {}).get("nodes")) or []
+    events = tuple(e for e in (queue_event(item) for item in items if item) if e is not None)
+    return PullRemovals(
+        repo=repo,
+        number=int(node["number"]),
+        node_id=str(node["id"]),
+        head_oid=str(node["headRefOid"]),
+        base_ref=str(node["baseRefName"]),
+        in_merge_queue=bool(node.get("isInMergeQueue")),
+        events=events,
+    )
+
+
+def merge_queue_entry(node: dict[str, Any]) -> MergeQueueEntry:
+    pr = node.get("pullRequest") or {}
+    head = node.get("headCommit")
+    base = node.get("baseCommit")
+    return MergeQueueEntry(
+        id=str(node["id"]),
+        state=str(node["state"]),
+        position=int(node["position"]),
+        pr_number=int(pr["number"]) if pr.get("number") is not None else None,
+        pr_node_id=pr.get("id"),
+        head_oid=str(head["oid"]) if isinstance(head, dict) else None,
+        base_oid=str(base["oid"]) if isinstance(base, dict) else None,
+        enqueued_at=timestamp(node.get("enqueuedAt")),
+    )

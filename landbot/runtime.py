@@ -1,0 +1,103 @@
+"""Wiring shared by the commands: settings → store, GitHub client, land loop, worker."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from landbot.config import Settings
+from landbot.errors import LandbotError
+
+if TYPE_CHECKING:
+    from landbot.github.client import GitHubClient
+    from landbot.intake.worker import Worker
+    from landbot.land.loop import Lander
+    from landbot.store import Store
+
+
+def open_store(settings: Settings) -> Store:
+    from landbot.store import Store
+
+    try:
+        return Store.open(settings.database_url)
+    except LandbotError:
+        raise
+    except Exception as exc:  # cannot connect, cannot migrate
+        raise LandbotError(
+            f"cannot open the store at LANDBOT_DATABASE_URL ({exc.__class__.__name__}: "
+            f"{str(exc).splitlines()[0][:200]}); check the URL and that the database is up"
+        ) from None
+
+
+def make_github(settings: Settings) -> GitHubClient:
+    gh = settings.github
+    if gh.token is None and (gh.app_id is None or gh.private_key_file is None):
+        raise LandbotError(
+            "no GitHub credentials: set LANDBOT_GITHUB__TOKEN, or LANDBOT_GITHUB__APP_ID and "
+            "LANDBOT_GITHUB__PRIVATE_KEY_FILE"
+        )
+    if gh.token is None and gh.private_key_file is not None and not gh.private_key_file.is_file():
+        raise LandbotError(
+            f"setting LANDBOT_GITHUB__PRIVATE_KEY_FILE names {gh.private_key_file}, which does "
+            "not exist; point it at the App's private key (PEM)"
+        )
+    from landbot.github.client import GitHubClient
+
+    return GitHubClient(gh)
+
+
+def make_lander(
+    settings: Settings, store: Store, *, progress: Callable[[str], None] | None = None
+) -> Lander:
+    from landbot.intake.worker import failpoint_from_env
+    from landbot.land.loop import Lander
+
+    return Lander(
+        settings,
+        store,
+        make_github(settings),
+        progress=progress,
+        failpoint=failpoint_from_env(),
+    )
+
+
+def make_worker(settings: Settings, store: Store) -> Worker:
+    from landbot.intake.worker import Worker
+
+    return Worker(store, lambda: make_lander(settings, store))
+
+
+def resolve_repo(settings: Settings, repo: str | None) -> str:
+    if repo:
+        return repo
+    if len(settings.repos) == 1:
+        return settings.repos[0]
+    raise LandbotError("which repository? pass --repo OWNER/NAME (or set one in LANDBOT_REPOS)")
+
+
+def status_rows(store: Store, repo: str | None) -> list[dict[str, Any]]:
+    rows = []
+    for d in store.drops(repo):
+        m = d._mapping
+        rows.append(
+            {
+                "id": m["id"],
+                "repo": m["repo"],
+                "pr": m["pr"],
+                "head_sha": m["head_sha"],
+                "reason": m["reason"],
+                "raw_reason": m["raw_reason"],
+                "source": m["source"],
+                "class": m["class"],
+                "outcome": m["outcome"],
+                "summary": m["summary"],
+                "observed_at": m["observed_at"].isoformat() if m["observed_at"] else None,
+                "updated_at": m["updated_at"].isoformat() if m["updated_at"] else None,
+            }
+        )
+    return rows
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=False)

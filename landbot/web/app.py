@@ -1,0 +1,269 @@
+"""The HTTP front door of `landbot serve`: the webhook receiver, health, metrics, dashboard.
+
+`POST /webhook` only verifies, stores and acknowledges. It never parses payloads into models
+and never calls GitHub: the worker reads the stored delivery later. A delivery is answered
+202 only after the store has committed it, so an acknowledged delivery survives a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import sqlalchemy as sa
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from landbot.config import Settings
+from landbot.store import Store
+from landbot.web import dashboard, metrics
+from landbot.web.body import MAX_BODY_BYTES, BadContentLength, BodyTooLarge, read_capped
+from landbot.web.signature import header_problem, signature_matches
+from landbot.web.stats import store_gauges
+
+log = logging.getLogger("landbot.web")
+
+# Bodies above this are hashed and parsed in a worker thread: HMAC and json.loads of a
+# multi-megabyte payload would otherwise stall every other request on the event loop.
+INLINE_BYTES = 1024 * 1024
+# Widths of the deliveries table's columns (PostgreSQL enforces them; SQLite would not).
+MAX_HEADER_VALUE = 100
+STORE_TIMEOUT_S = 5.0
+DASHBOARD_ROWS = 50
+
+
+def _refuse(status: int, message: str, *, close: bool = False) -> JSONResponse:
+    # close: the rest of the body is unread; tell the server to drop the connection rather
+    # than drain an arbitrarily long upload for a request already answered.
+    headers = {"Connection": "close"} if close else None
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+def _text(payload: dict[str, Any], key: str) -> str | None:
+    value = payload.get(key)
+    return value if isinstance(value, str) else None
+
+
+def _repository(payload: dict[str, Any]) -> str | None:
+    repo = payload.get("repository")
+    return _text(repo, "full_name") if isinstance(repo, dict) else None
+
+
+class _Receiver:
+    """The request handlers, sharing the settings snapshot, the store and the counters."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        worker_alive: Callable[[], bool] | None,
+        max_body: int,
+    ) -> None:
+        raw = settings.github.webhook_secret
+        secret = raw.get_secret_value() if raw is not None else ""
+        self.secret: bytes | None = secret.encode() if secret else None
+        self.settings = settings
+        self.store = store
+        self.worker_alive = worker_alive
+        self.max_body = max_body
+        self.counters = metrics.DeliveryCounters()
+
+    def _count(self, outcome: str, response: Response) -> Response:
+        self.counters.add(outcome)
+        return response
+
+    async def webhook(self, request: Request) -> Response:
+        if self.secret is None:
+            return self._count(
+                "no_secret",
+                _refuse(
+                    500,
+                    "webhook secret is not configured: set LANDBOT_GITHUB__WEBHOOK_SECRET; "
+                    "landbot refuses unsigned deliveries",
+                ),
+            )
+        headers = request.headers
+        signature = headers.get("x-hub-signature-256")
+        problem = header_problem(signature, headers.get("x-hub-signature"))
+        if problem is not None or signature is None:
+            log.warning("webhook refused (401): %s", problem)
+            return self._count("bad_signature", _refuse(401, problem or "missing signature"))
+
+        try:
+            body = await read_capped(request, self.max_body)
+        except BodyTooLarge as exc:
+            log.warning("webhook refused (413): %s", exc)
+            return self._count("too_large", _refuse(413, str(exc), close=True))
+        except BadContentLength as exc:
+            return self._count("bad_request", _refuse(400, str(exc), close=True))
+        except ClientDisconnect:
+            return self._count(
+                "bad_request", _refuse(400, "the client disconnected before the body ended")
+            )
+
+        large = len(body) > INLINE_BYTES
+        if large:
+            valid = await run_in_threadpool(signature_matches, self.secret, body, signature)
+        else:
+            valid = signature_matches(self.secret, body, signature)
+        if not valid:
+            log.warning("webhook refused (401): signature does not match the body")
+            return self._count(
+                "bad_signature",
+                _refuse(
+                    401,
+                    "X-Hub-Signature-256 does not match the body; check that "
+                    "LANDBOT_GITHUB__WEBHOOK_SECRET is the App's webhook secret",
+                ),
+            )
+
+        event = headers.get("x-github-event", "").strip()
+        delivery = headers.get("x-github-delivery", "").strip()
+        for name, value in (("X-GitHub-Event", event), ("X-GitHub-Delivery", delivery)):
+            if not value:
+                return self._count("bad_request", _refuse(400, f"missing {name} header"))
+            if len(value) > MAX_HEADER_VALUE:
+                return self._count(
+                    "bad_request",
+                    _refuse(400, f"{name} header is longer than {MAX_HEADER_VALUE} characters"),
+                )
+
+        try:
+            payload = await run_in_threadpool(json.loads, body) if large else json.loads(body)
+        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+            hint = ""
+            if "x-www-form-urlencoded" in headers.get("content-type", ""):
+                hint = "; set the webhook's content type to application/json"
+            return self._count("bad_json", _refuse(400, f"body is not valid JSON ({exc}){hint}"))
+        if not isinstance(payload, dict):
+            return self._count(
+                "bad_json",
+                _refuse(400, f"body is a JSON {type(payload).__name__}, not an object"),
+            )
+
+        if event == "ping":
+            # GitHub's check that the hook works: nothing for the worker to do.
+            log.info("webhook ping %s (hook %s)", delivery, headers.get("x-github-hook-id"))
+            return self._count("ping", JSONResponse({"status": "pong", "delivery": delivery}))
+
+        action = _text(payload, "action")
+        repo = _repository(payload)
+        if repo is not None and not self.settings.watches(repo):
+            return self._count(
+                "ignored_repo",
+                JSONResponse(
+                    {
+                        "status": "ignored",
+                        "delivery": delivery,
+                        "detail": f"repository {repo} is not in LANDBOT_REPOS; not stored",
+                    },
+                    status_code=202,
+                ),
+            )
+
+        try:
+            created = await run_in_threadpool(
+                self.store.record_delivery, delivery, event, action, repo, body
+            )
+        except sa.exc.IntegrityError:
+            created = False  # a concurrent copy of this delivery won the unique key
+        except sa.exc.SQLAlchemyError:
+            log.exception("webhook delivery %s could not be stored", delivery)
+            return self._count(
+                "store_error",
+                _refuse(
+                    503,
+                    "the store could not record this delivery, so it was not accepted; "
+                    "redeliver it once the store is back",
+                ),
+            )
+        if not created:
+            return self._count(
+                "duplicate", JSONResponse({"status": "duplicate", "delivery": delivery})
+            )
+        log.debug("webhook %s %s.%s for %s stored", delivery, event, action, repo)
+        return self._count(
+            "accepted", JSONResponse({"status": "accepted", "delivery": delivery}, 202)
+        )
+
+    async def _in_thread(self, func: Callable[[], Any]) -> tuple[bool, Any]:
+        """(finished, result) of a blocking store call, giving up after STORE_TIMEOUT_S."""
+        with anyio.move_on_after(STORE_TIMEOUT_S):
+            try:
+                return True, await anyio.to_thread.run_sync(func, abandon_on_cancel=True)
+            except sa.exc.SQLAlchemyError:
+                log.exception("store read failed")
+                return False, None
+        return False, None
+
+    async def healthz(self, request: Request) -> Response:
+        done, answer = await self._in_thread(self.store.ping)
+        store_ok = bool(done and answer)
+        worker_ok: bool | None = None
+        if self.worker_alive is not None:
+            try:
+                worker_ok = bool(self.worker_alive())
+            except Exception:
+                log.exception("worker liveness check failed")
+                worker_ok = False
+        down = [name for name, ok in (("store", store_ok), ("worker", worker_ok)) if ok is False]
+        body: dict[str, Any] = {"store": store_ok, "worker": worker_ok}
+        if down:
+            body["down"] = down
+        return JSONResponse(body, status_code=503 if down else 200)
+
+    async def metrics(self, request: Request) -> Response:
+        done, gauges = await self._in_thread(lambda: store_gauges(self.store))
+        text = metrics.render(self.counters, gauges if done else None)
+        return Response(text, media_type=metrics.CONTENT_TYPE)
+
+    async def dashboard(self, request: Request) -> Response:
+        def read() -> tuple[list[dict[str, Any]], metrics.StoreGauges]:
+            rows = self.store.drops(limit=DASHBOARD_ROWS)
+            return [dict(r._mapping) for r in rows], store_gauges(self.store)
+
+        done, result = await self._in_thread(read)
+        headers = {"Content-Security-Policy": dashboard.CSP, "X-Content-Type-Options": "nosniff"}
+        if not done:
+            return HTMLResponse(
+                "<!doctype html><title>landbot</title><p>The store is not answering; "
+                "see /healthz and the server log.</p>",
+                status_code=503,
+                headers=headers,
+            )
+        rows, gauges = result
+        page = dashboard.render(rows, gauges, api_url=self.settings.github.api_url)
+        return HTMLResponse(page, headers=headers)
+
+
+def create_app(
+    settings: Settings,
+    store: Store,
+    *,
+    worker_alive: Callable[[], bool] | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> Starlette:
+    """The Starlette app. The caller owns `store` (and closes it); `worker_alive` is polled
+    by /healthz when given. Counters are at `app.state.counters`."""
+    receiver = _Receiver(settings, store, worker_alive, max_body_bytes)
+    if receiver.secret is None:
+        log.warning(
+            "LANDBOT_GITHUB__WEBHOOK_SECRET is not set: every webhook delivery will be "
+            "refused with 500 until it is"
+        )
+    app = Starlette(
+        routes=[
+            Route("/webhook", receiver.webhook, methods=["POST"]),
+            Route("/healthz", receiver.healthz, methods=["GET"]),
+            Route("/metrics", receiver.metrics, methods=["GET"]),
+            Route("/", receiver.dashboard, methods=["GET"]),
+        ]
+    )
+    app.state.counters = receiver.counters
+    return app
