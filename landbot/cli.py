@@ -301,42 +301,23 @@ def sandbox_run(
     Exits with the command's own code, 124 when the timeout killed it, 137 when the memory
     cap did.
     """
-    # Only the sandbox's own modules: this command must start fast (no pydantic unless the
-    # [sandbox] settings are actually set).
-    from landbot.fixer.sandbox import prepare_workdir, run_sandboxed
-    from landbot.fixer.sandbox_settings import load_sandbox_options
+    # Only the sandbox's own modules (see landbot/fixer/sandbox_cli.py for its fast path).
+    from landbot.fixer.sandbox_cli import RunArgs, run_command
 
     command = list(ctx.args)
     if command[:1] == ["--"]:
         command = command[1:]
-    if not command:
-        _fail("no command given; usage: landbot sandbox run --workdir DIR -- CMD ...")
-    if timeout <= 0 or memory <= 0:
-        _fail("--timeout and --memory must be positive")
-    job_vars: dict[str, str] = {}
-    for item in env or []:
-        name, sep, value = item.partition("=")
-        if not sep:
-            _fail(f"--env {item!r} is not NAME=VALUE")
-        job_vars[name] = value
-    options = load_sandbox_options(config)
-    real = prepare_workdir(workdir, options.uid, options.gid)
-    result = run_sandboxed(
-        command,
-        real,
-        timeout=timeout,
-        memory_mb=memory,
-        env=job_vars,
-        extra_ro_paths=options.read_only,
-        stdin=None,
-        uid=options.uid,
-        gid=options.gid,
-        chown=False,
+    code = run_command(
+        RunArgs(
+            workdir=workdir,
+            timeout=timeout,
+            memory=memory,
+            env=list(env or []),
+            config=config,
+            command=command,
+        )
     )
-    note = result.message()
-    if note is not None:
-        typer.echo(f"landbot: {note}", err=True)
-    raise typer.Exit(result.exit_code)
+    raise typer.Exit(code)
 
 
 @fixer_app.command("run")

@@ -394,7 +394,7 @@ class _Scanner:
             found = data.find(needle, start)
             while found != -1 and found < end:
                 line_start = _at_line_start(data, found)
-                if line_start is not None and line_start > start:
+                if line_start is not None and line_start >= start:
                     end = line_start
                     self.collecting = False
                     break
@@ -422,14 +422,11 @@ class _Scanner:
         region: list[Line] = []
         if self.error_line is not None:
             for block in self.region:
-                number = block.first
-                for raw in block.data.split(b"\n"):
-                    if number > block.first + block.data.count(b"\n", 0) or (
-                        not raw and number == block.first + block.data.count(b"\n")
-                    ):
-                        break
+                raws = block.data.split(b"\n")
+                if block.data.endswith(b"\n"):
+                    raws.pop()
+                for number, raw in enumerate(raws, block.first):
                     region.append(Line(number, clean_line(raw), _in_header(header, number)))
-                    number += 1
         script: tuple[str, ...] = ()
         if header is not None:
             script = tuple(clean_line(raw) for raw in header.script.split(b"\n")[:SCRIPT_LINES_CAP])
@@ -438,7 +435,7 @@ class _Scanner:
             line_count=self.line - 1,
             byte_count=self.byte_count,
             first_error=self.error_line,
-            step_title=header.title.removeprefix("##[group]") if header else None,
+            step_title=header.title if header else None,
             step_line=header.line if header else None,
             step_script=script,
             region=tuple(region),
