@@ -205,7 +205,27 @@ def triage_log(
     config: ConfigOpt = None,
 ) -> None:
     """Explain one GitHub Actions job log: failing step, error lines, class."""
-    raise NotBuiltError("triage log", "triage")
+    from landbot.config import load_settings
+    from landbot.triage.classify import compile_rules
+    from landbot.triage.explain import explain_log
+    from landbot.triage.report import render_text
+
+    settings = load_settings(config)
+    rules = compile_rules(settings.triage.rules)  # a bad rule fails before the file is read
+    try:
+        with file.open("rb") as stream:
+            explanation = explain_log(
+                stream, rules=rules, max_bytes=settings.triage.max_log_bytes
+            )
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise LandbotError(
+            f"cannot read {file}: {reason}; pass a readable GitHub Actions job log"
+        ) from None
+    if json_:
+        typer.echo(explanation.to_json())
+    else:
+        typer.echo(render_text(explanation, file.name))
 
 
 # --- quest ----------------------------------------------------------------------------

@@ -125,6 +125,9 @@ def bwrap_argv(
         argv += ["--ro-bind", path, path]
     if plan.model_socket is not None:
         argv += ["--ro-bind", plan.model_socket, MODEL_SOCKET_IN_SANDBOX]
+    # Last: the sandbox's own root (bubblewrap's tmpfs) read-only, so the job can create
+    # nothing outside the work tree, /tmp and HOME.
+    argv += ["--remount-ro", "/"]
     if status_fd is not None:
         argv += ["--json-status-fd", str(status_fd)]
     argv += ["--chdir", plan.workdir, "--", *command]

@@ -232,8 +232,12 @@ def create_job_cgroup(
     proc_cgroup: str | None = None,
 ) -> JobCgroup:
     """Make the job's cgroup with its caps, or raise LandbotError with the fix."""
-    mounts = parse_mountinfo(mountinfo if mountinfo is not None else _read_text("/proc/self/mountinfo"))
-    own = parse_proc_cgroup(proc_cgroup if proc_cgroup is not None else _read_text("/proc/self/cgroup"))
+    mounts = parse_mountinfo(
+        mountinfo if mountinfo is not None else _read_text("/proc/self/mountinfo")
+    )
+    own = parse_proc_cgroup(
+        proc_cgroup if proc_cgroup is not None else _read_text("/proc/self/cgroup")
+    )
     name = f"{NAME_PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
     v1 = v1_parents(mounts, own)
     if v1 is not None:
@@ -312,3 +316,14 @@ def _enable_v2_controllers(parent: Path) -> None:
             f"{exc.strerror}; run landbot in a cgroup of its own with those controllers "
             "delegated (e.g. a service with Delegate=yes)"
         ) from None
+
+
+def job_cgroup_parents() -> list[Path]:
+    """The folders job cgroups are made in (for sweeping after a crash)."""
+    mounts = parse_mountinfo(_read_text("/proc/self/mountinfo"))
+    own = parse_proc_cgroup(_read_text("/proc/self/cgroup"))
+    v1 = v1_parents(mounts, own)
+    if v1 is not None:
+        return [Path(v1[0]), Path(v1[1])]
+    v2 = v2_parent(mounts, own)
+    return [Path(v2)] if v2 is not None else []

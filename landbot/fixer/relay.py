@@ -9,6 +9,7 @@ is not a child the command might wait for), then execs the command. The relay di
 the sandbox. Standard library only, no landbot imports: it runs on the system Python.
 """
 
+import contextlib
 import os
 import socket
 import sys
@@ -24,10 +25,8 @@ def _pump(src: socket.socket, dst: socket.socket, done: threading.Semaphore) -> 
             dst.sendall(data)
     except OSError:
         pass
-    try:
+    with contextlib.suppress(OSError):
         dst.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass
     if not done.acquire(blocking=False):  # the second pump to finish closes both
         src.close()
         dst.close()

@@ -352,7 +352,10 @@ def run_sandboxed(
         full = launcher_argv(
             cgroup.procs_files,
             rlimits_for(timeout, memory_mb, os.cpu_count() or 1),
-            [*setpriv_argv(setpriv, uid, gid), *bw.bwrap_argv(bwrap, plan, command, status_fd=status_w)],
+            [
+                *setpriv_argv(setpriv, uid, gid),
+                *bw.bwrap_argv(bwrap, plan, command, status_fd=status_w),
+            ],
         )
         pipe = subprocess.PIPE if capture else None
         proc = subprocess.Popen(

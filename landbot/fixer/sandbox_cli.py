@@ -70,7 +70,7 @@ def parse_fast(args: Sequence[str]) -> RunArgs | None:
 
 def run_command(a: RunArgs) -> int:
     """Run `a.command` in the sandbox; returns the exit code (LandbotError on bad input)."""
-    from landbot.fixer.sandbox import prepare_workdir, run_sandboxed
+    from landbot.fixer.sandbox import check_host, prepare_workdir, run_sandboxed
     from landbot.fixer.sandbox_settings import load_sandbox_options
 
     if not a.command:
@@ -85,6 +85,7 @@ def run_command(a: RunArgs) -> int:
         if not sep:
             raise LandbotError(f"--env {item!r} is not NAME=VALUE")
         job_vars[name] = value
+    check_host()  # before anything is touched
     options = load_sandbox_options(a.config)
     real = prepare_workdir(a.workdir, options.uid, options.gid)
     result = run_sandboxed(

@@ -69,6 +69,7 @@ class AppAuth:
     private_key: str  # PEM
     clock: Callable[[], float] = time.time
     kind: str = "app"
+    _key: Any = field(default=None, repr=False)  # the parsed key, so each JWT skips parsing
     _jwt: _Cached | None = field(default=None, repr=False)
     _installations: dict[str, int] = field(default_factory=dict, repr=False)
     _tokens: dict[int, _Cached] = field(default_factory=dict, repr=False)
@@ -80,12 +81,14 @@ class AppAuth:
             return self._jwt.token
         import jwt
 
+        if self._key is None:
+            from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+            self._key = load_pem_private_key(self.private_key.encode(), password=None)
         iat = int(now - JWT_BACKDATE)
         exp = int(now + JWT_LIFETIME)
         token = jwt.encode(
-            {"iss": str(self.app_id), "iat": iat, "exp": exp},
-            self.private_key,
-            algorithm="RS256",
+            {"iss": str(self.app_id), "iat": iat, "exp": exp}, self._key, algorithm="RS256"
         )
         self._jwt = _Cached(token, float(exp))
         return token

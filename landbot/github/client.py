@@ -315,9 +315,8 @@ class GitHubClient:
     def collaborator_permission(self, repo: str, username: str) -> str:
         """admin | maintain | write | triage | read | none ("none" for a stranger)."""
         path = f"{repo_path(repo)}/collaborators/{quote(username, safe='')}/permission"
-        try:
-            data = self._rest("GET", path, repo=repo)
-        except NotFound:
+        data = self._rest("GET", path, repo=repo, missing_ok=True)
+        if data is None:
             return "none"  # not a user GitHub knows: no rights
         role = data.get("role_name") if isinstance(data, dict) else None
         if role in ROLES:
@@ -465,17 +464,25 @@ class GitHubClient:
         params: dict[str, Any] | None = None,
         json: Any = None,
         repeatable: bool = False,
+        missing_ok: bool = False,
     ) -> Any:
+        """One REST call; its JSON (None for no content, or for a 404 when `missing_ok`).
+
+        `missing_ok` covers this request only: a 404 met while resolving auth (the App is not
+        installed) still raises.
+        """
         mutation = method.upper() in {"POST", "PATCH", "PUT", "DELETE"}
-        response = self._call(
-            lambda authz: self._exchange(
-                method, path, authorization=authz, params=params, json=json
-            ),
-            repo=repo,
-            mutation=mutation,
-            repeatable=repeatable,
-        )
-        if response.status_code == 204 or not response.content:
+
+        def attempt(authz: str) -> httpx.Response | None:
+            try:
+                return self._exchange(method, path, authorization=authz, params=params, json=json)
+            except NotFound:
+                if missing_ok:
+                    return None
+                raise
+
+        response = self._call(attempt, repo=repo, mutation=mutation, repeatable=repeatable)
+        if response is None or response.status_code == 204 or not response.content:
             return None
         return response.json()
 

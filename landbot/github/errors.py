@@ -20,7 +20,13 @@ class GitHubError(LandbotError):
         self.method = method
         self.url = url
         where = f" to {method} {url}" if method else ""
-        super().__init__(f"GitHub answered {status}{where}: {message}")
+        if status == 0:
+            head = f"no answer from GitHub{where}"
+        elif status == 200:  # GraphQL errors and unexpected shapes come with a 200
+            head = f"GitHub's answer{where}"
+        else:
+            head = f"GitHub answered {status}{where}"
+        super().__init__(f"{head}: {message}")
 
 
 class NotFound(GitHubError):

@@ -261,13 +261,13 @@ class Lander:
             self.store.spend(drop.repo, drop.pr, drop.head_sha, requeues=1)
         self.progress(f"re-enqueueing {drop.repo}#{drop.pr} at {action.head_sha[:7]}")
         try:
-            res = self.gh.enqueue(pr.node_id, action.head_sha)
+            res = self.gh.enqueue(pr.node_id, action.head_sha, repo=drop.repo)
         except MutationOutcomeUnknown:
             # GitHub may have acted: re-read before trying again, once.
             now = self.gh.pull_request(drop.repo, drop.pr)
             if now.in_merge_queue:
                 return {"already_queued": True}
-            res = self.gh.enqueue(pr.node_id, action.head_sha)
+            res = self.gh.enqueue(pr.node_id, action.head_sha, repo=drop.repo)
         return {"already_queued": res.already_queued}
 
     def _hand_back(
@@ -297,6 +297,6 @@ class Lander:
         self.progress(f"handed {drop.repo}#{drop.pr} back to @{pr.author}")
         if previous is not None and previous[0] != comment.id and previous[1]:
             # The older hand-back is outdated: fold it away so one current one stands.
-            self.gh.minimize_comment(previous[1], "OUTDATED")
+            self.gh.minimize_comment(previous[1], "OUTDATED", repo=drop.repo)
         self.store.save_comment(drop.repo, drop.pr, "handback", comment.id, comment.node_id)
         return {"comment": comment.id}

@@ -23,14 +23,23 @@ class GitHubOps(Protocol):
         self, repo: str, number: int, marker: str, body: str, *, known_id: int | None = None
     ) -> Comment: ...
 
-    def minimize_comment(self, node_id: str, classifier: str = "OUTDATED") -> Any: ...
+    def minimize_comment(
+        self, node_id: str, classifier: str = "OUTDATED", *, repo: str | None = None
+    ) -> Any: ...
 
     def add_reaction(self, repo: str, comment_id: int, content: str) -> Any: ...
 
-    def enqueue(self, pr_node_id: str, expected_head_oid: str) -> EnqueueResult: ...
+    def enqueue(
+        self, pr_node_id: str, expected_head_oid: str | None, *, repo: str | None = None
+    ) -> EnqueueResult: ...
 
     def enable_auto_merge(
-        self, pr_node_id: str, expected_head_oid: str, merge_method: str = "MERGE"
+        self,
+        pr_node_id: str,
+        expected_head_oid: str,
+        merge_method: str = "MERGE",
+        *,
+        repo: str | None = None,
     ) -> Any: ...
 
     def collaborator_permission(self, repo: str, username: str) -> str: ...

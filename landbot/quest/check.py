@@ -54,9 +54,11 @@ def check_tree(
     if base is None:
         return findings
     base_tree = Revision(root, base)
-    known = {(f.path, f.message) for f in check_snapshot(base_tree, cache)}
-    marked = [replace(f, on_base=True) if (f.path, f.message) in known else f for f in findings]
-    extra = branch_finding(branch, base_tree.files)
+    marked = findings
+    if findings:  # a clean change needs no base findings: skip reading and checking the base
+        known = {(f.path, f.message) for f in check_snapshot(base_tree, cache)}
+        marked = [replace(f, on_base=True) if (f.path, f.message) in known else f for f in findings]
+    extra = branch_finding(branch, base_tree.quest_paths)
     if extra is not None:
         marked.append(extra)
     return sort_findings(marked)

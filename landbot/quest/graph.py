@@ -63,7 +63,11 @@ def cycles(graph: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
     Deterministic: successors are visited in the order given (callers pass them sorted).
     """
     result: dict[str, list[str]] = {}
-    for component in strongly_connected(graph):
+    tangled = _not_acyclic(graph)
+    if not tangled:
+        return result
+    sub = {node: [n for n in graph.get(node, ()) if n in tangled] for node in sorted(tangled)}
+    for component in strongly_connected(sub):
         members = set(component)
         if len(component) == 1:
             node = component[0]
@@ -76,6 +80,23 @@ def cycles(graph: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
         else:
             result.update(_cycles_through_hub(graph, sorted(component), members))
     return result
+
+
+def _not_acyclic(graph: Mapping[str, Sequence[str]]) -> set[str]:
+    """The nodes Kahn's algorithm cannot peel off: those on a cycle or reached from one.
+    Usually none: a quest tree without cycles costs one cheap pass, not Tarjan's."""
+    indegree: dict[str, int] = dict.fromkeys(graph, 0)
+    for successors in graph.values():
+        for nxt in successors:
+            indegree[nxt] = indegree.get(nxt, 0) + 1
+    ready = [node for node, count in indegree.items() if count == 0]
+    while ready:
+        node = ready.pop()
+        for nxt in graph.get(node, ()):
+            indegree[nxt] -= 1
+            if indegree[nxt] == 0:
+                ready.append(nxt)
+    return {node for node, count in indegree.items() if count > 0}
 
 
 def _bfs(graph: Mapping[str, Sequence[str]], start: str, members: set[str]) -> dict[str, str]:

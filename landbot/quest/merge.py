@@ -113,7 +113,8 @@ def merge_sets(
     base: list[tuple[str, str]], ours: list[tuple[str, str]], theirs: list[tuple[str, str]]
 ) -> list[tuple[str, str]]:
     """Added on either side: kept. Removed on either side: removed. Ours' order, with each of
-    theirs' additions placed after the item it follows in theirs."""
+    theirs' additions placed after the item it follows in theirs (and after ours' additions
+    there)."""
     base_keys = {key for key, _ in base}
     removed = (base_keys - {key for key, _ in ours}) | (base_keys - {key for key, _ in theirs})
     result: list[tuple[str, str]] = []
@@ -122,12 +123,17 @@ def merge_sets(
         if key not in removed and key not in present:
             result.append((key, text))
             present.add(key)
+    in_theirs = {key for key, _ in theirs}
     anchor: str | None = None
     for key, text in theirs:
         if key in removed:
             continue
         if key not in present:
             at = 0 if anchor is None else [k for k, _ in result].index(anchor) + 1
+            # Ours' own additions right after the anchor come first: two pull requests that
+            # both append to a list merge as ours, then theirs.
+            while at < len(result) and result[at][0] not in in_theirs:
+                at += 1
             result.insert(at, (key, text))
             present.add(key)
         anchor = key

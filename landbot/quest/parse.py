@@ -9,27 +9,34 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from landbot.quest.links import resolve
+
 _STANDALONE = re.compile(r"\[(?:XS|S|M|L|XL)\] \S")
 # For a parent, any bracketed word at the start of the title counts as a size (spec).
 _BRACKETED_WORD = re.compile(r"\[[^\[\]\s]+\]")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 # A markdown inline link `[text](destination "title")`; one level of nested brackets in the
-# text and of balanced parentheses in the destination, as people actually write them.
+# text and of balanced parentheses in the destination, as people actually write them. It
+# starts with a literal `[` (fast to scan for) and is possessive, so no input backtracks long.
 _LINK = re.compile(
-    r"""(?<!\\)(?P<bang>!?)\[(?:[^\[\]\\]|\\.|\[(?:[^\[\]\\]|\\.)*\])*\]
-    \(\s*(?:<(?P<angle>[^<>\n]*)>|(?P<bare>(?:[^\s()\\]|\\.|\((?:[^\s()\\]|\\.)*\))+))
-    (?:\s+(?:"[^"]*"|'[^']*'|\([^()]*\)))?\s*\)""",
+    r"""\[(?:[^\[\]\\]++|\\.|\[(?:[^\[\]\\]++|\\.)*+\])*+\]
+    \(\s*+(?:<(?P<angle>[^<>\n]*+)>|(?P<bare>(?:[^\s()\\]++|\\.|\((?:[^\s()\\]++|\\.)*+\))++))
+    (?:\s++(?:"[^"]*+"|'[^']*+'|\([^()]*+\)))?\s*+\)""",
     re.VERBOSE,
 )
+# Only lines that start like this can be a heading or a fence.
+_MARKUP_START = frozenset("#`~ ")
 
 
 @dataclass(frozen=True)
 class Link:
-    """A link in `## Required`: the destination as written, and its 1-based line."""
+    """A link in `## Required`: the destination as written, its 1-based line, and the
+    repository-relative path it points at (None: it cannot point at a file here)."""
 
     target: str
     line: int
+    resolved: str | None
 
 
 @dataclass(frozen=True)
@@ -94,7 +101,7 @@ def parse_quest(path: str, data: bytes) -> QuestFile:
             break
     links: tuple[Link, ...] = ()
     if "## Required" in text:
-        links = tuple(_required_links(lines))
+        links = tuple(_required_links(path, lines, "```" in text or "~~~" in text))
     return QuestFile(path, heading, title_line, links, bad_line)
 
 
@@ -105,6 +112,8 @@ def required_sections(lines: list[str]) -> list[tuple[int, int]]:
     start: int | None = None
     fence: str | None = None
     for index, raw in enumerate(lines):
+        if fence is None and raw[:1] not in _MARKUP_START:
+            continue
         line = raw.rstrip()
         if fence is not None:
             stripped = line.strip()
@@ -143,14 +152,16 @@ def fenced_lines(lines: list[str], start: int, end: int) -> set[int]:
     return inside
 
 
-def _required_links(lines: list[str]) -> list[Link]:
+def _required_links(path: str, lines: list[str], fences: bool) -> list[Link]:
     links: list[Link] = []
     for start, end in required_sections(lines):
-        code = fenced_lines(lines, start + 1, end)
+        code = fenced_lines(lines, start + 1, end) if fences else set()
         for index in range(start + 1, end):
             line = lines[index]
             if "](" in line and index not in code:
-                links.extend(Link(target, index + 1) for target in link_targets(line))
+                links.extend(
+                    Link(target, index + 1, resolve(path, target)) for target in link_targets(line)
+                )
     return links
 
 
@@ -160,8 +171,12 @@ def link_targets(line: str) -> list[str]:
         line = _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), line)
     targets: list[str] = []
     for match in _LINK.finditer(line):
-        if match.group("bang"):
-            continue
+        at = match.start()
+        if at and line[at - 1] == "!":
+            continue  # an image
+        backslashes = at - len(line[:at].rstrip("\\"))
+        if backslashes % 2:
+            continue  # `\[` is an escaped bracket, not a link
         angle = match.group("angle")
         targets.append(angle if angle is not None else match.group("bare"))
     return targets

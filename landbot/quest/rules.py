@@ -6,21 +6,14 @@ because that needs the file system or git.
 
 from __future__ import annotations
 
-import posixpath
-import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from enum import Enum
-from urllib.parse import unquote
 
 from landbot.quest import findings as msg
 from landbot.quest.findings import Finding
 from landbot.quest.graph import cycles
 from landbot.quest.parse import QuestFile
 from landbot.quest.tree import QUEST_DIR, README, ROOT, QuestTree
-
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
-_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 
 class PathKind(Enum):
@@ -30,38 +23,12 @@ class PathKind(Enum):
     OTHER = "other"
 
 
-@dataclass(frozen=True)
-class Resolved:
-    """Where a `Required` link points: a repository-relative path, or None when it cannot
-    point at a file of this repository (a URL, an anchor, a path above the root)."""
-
-    path: str | None
-
-
-def resolve(quest_path: str, target: str) -> Resolved:
-    """A link target as GitHub renders it: relative to the quest's folder, `/` = repo root."""
-    if not target or target.startswith("//") or _SCHEME.match(target):
-        return Resolved(None)
-    target = target.split("#", 1)[0].split("?", 1)[0]
-    if not target:
-        return Resolved(None)  # an anchor in the quest itself
-    target = unquote(_ESCAPE.sub(r"\1", target))
-    if target.startswith("/"):
-        joined = target.lstrip("/")
-    else:
-        joined = posixpath.join(posixpath.dirname(quest_path), target)
-    path = posixpath.normpath(joined)
-    if path in (".", "..") or path.startswith("../") or path.startswith("/"):
-        return Resolved(None)
-    return Resolved(path)
-
-
 def targets_to_look_up(quests: Mapping[str, QuestFile]) -> set[str]:
     """The resolved link targets that are not quests: their kind must be looked up."""
     wanted: set[str] = set()
-    for path, quest in quests.items():
+    for quest in quests.values():
         for link in quest.links:
-            resolved = resolve(path, link.target).path
+            resolved = link.resolved
             if resolved is not None and resolved not in quests:
                 wanted.add(resolved)
     return wanted
@@ -82,7 +49,7 @@ def check_quests(
         found.extend(title_findings(path, quest, tree))
         successors: set[str] = set()
         for link in quest.links:
-            resolved = resolve(path, link.target).path
+            resolved = link.resolved
             if resolved is not None and resolved in quests:
                 successors.add(resolved)
                 edge_line.setdefault((path, resolved), link.line)

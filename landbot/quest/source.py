@@ -18,11 +18,14 @@ from landbot.errors import LandbotError
 from landbot.quest.rules import PathKind
 from landbot.quest.tree import QUEST_DIR
 
+_CHUNK = 1 << 16
+
 
 class Snapshot(Protocol):
     """A tree to check: every quest file's bytes, and the kind of any other path."""
 
-    files: dict[str, bytes]
+    @property
+    def files(self) -> dict[str, bytes]: ...
 
     def kinds(self, paths: Iterable[str]) -> dict[str, PathKind]: ...
 
@@ -91,11 +94,18 @@ class WorkTree:
 
     @staticmethod
     def _read(full: str, rel: str) -> bytes:
+        # os.read, not open(): a tree of 10,000 small files reads measurably faster.
         try:
-            with open(full, "rb") as handle:
-                return handle.read()
+            fd = os.open(full, os.O_RDONLY)
+            try:
+                chunks = [os.read(fd, _CHUNK)]
+                while len(chunks[-1]) == _CHUNK:
+                    chunks.append(os.read(fd, _CHUNK))
+            finally:
+                os.close(fd)
         except OSError as exc:
             raise LandbotError(f"cannot read {rel}: {exc.strerror}; fix or remove it") from None
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     def kinds(self, paths: Iterable[str]) -> dict[str, PathKind]:
         result: dict[str, PathKind] = {}
@@ -135,9 +145,23 @@ class Revision:
         self.tree = done.stdout.decode().strip()
         prefix = git(root, "rev-parse", "--show-prefix").stdout.decode().strip()
         self.prefix = prefix  # "" unless root is a subfolder of the repository
-        self.files = self._read_quests()
+        self.blobs = self._list_quests()
+        self._files: dict[str, bytes] | None = None
 
-    def _read_quests(self) -> dict[str, bytes]:
+    @property
+    def quest_paths(self) -> list[str]:
+        return sorted(self.blobs)
+
+    @property
+    def files(self) -> dict[str, bytes]:
+        """The quests' contents, read from git on first use."""
+        if self._files is None:
+            contents = self._cat_blobs(sorted(set(self.blobs.values())))
+            self._files = {path: contents[oid] for path, oid in self.blobs.items()}
+        return self._files
+
+    def _list_quests(self) -> dict[str, str]:
+        """Each quest's path and blob id, from one `git ls-tree`."""
         listing = git(
             self.root,
             "--literal-pathspecs",
@@ -151,7 +175,7 @@ class Revision:
         )
         if listing.returncode != 0:
             raise LandbotError(f"git ls-tree failed: {listing.stderr.decode().strip()}")
-        wanted: dict[str, str] = {}
+        blobs: dict[str, str] = {}
         start = f"{self.prefix}{QUEST_DIR}/"
         for record in listing.stdout.split(b"\0"):
             if not record:
@@ -160,9 +184,8 @@ class Revision:
             _mode, kind, oid = meta.decode().split(" ")
             path = raw_path.decode("utf-8", errors="surrogateescape")
             if kind == "blob" and path.startswith(start) and path.endswith(".md"):
-                wanted[path[len(self.prefix) :]] = oid
-        contents = self._cat_blobs(sorted(set(wanted.values())))
-        return {path: contents[oid] for path, oid in wanted.items()}
+                blobs[path[len(self.prefix) :]] = oid
+        return blobs
 
     def _cat_blobs(self, oids: list[str]) -> dict[str, bytes]:
         if not oids:

@@ -77,15 +77,24 @@ def out(git_dir: Path, *args: str, input: bytes | None = None) -> str:
 
 def init_bare(git_dir: Path, default_branch: str) -> None:
     git_dir.parent.mkdir(parents=True, exist_ok=True)
+    # No template: no sample hooks, and half the time of a default init.
     subprocess.run(
-        ["git", "init", "--bare", "--quiet", f"--initial-branch={default_branch}", str(git_dir)],
+        [
+            "git",
+            "init",
+            "--bare",
+            "--quiet",
+            "--template=",
+            f"--initial-branch={default_branch}",
+            str(git_dir),
+        ],
         check=True,
         capture_output=True,
         env=_env(),
     )
-    # Clients fetch merge-group and PR commits by sha, as they can on GitHub.
-    git(git_dir, "config", "uploadpack.allowAnySHA1InWant", "true")
-    git(git_dir, "config", "receive.denyCurrentBranch", "ignore")
+    # Clients may fetch merge-group and PR commits by sha, as they can on GitHub.
+    with (git_dir / "config").open("a") as config:
+        config.write("[uploadpack]\n\tallowAnySHA1InWant = true\n")
 
 
 def rev_parse(git_dir: Path, rev: str) -> str | None:
@@ -110,9 +119,7 @@ def list_refs(git_dir: Path, prefix: str = "refs/heads/") -> dict[str, str]:
     return refs
 
 
-def _tree_from_files(
-    git_dir: Path, parent: str | None, files: Mapping[str, FileContent]
-) -> str:
+def _tree_from_files(git_dir: Path, parent: str | None, files: Mapping[str, FileContent]) -> str:
     """Write a tree: the parent's tree with `files` written over it (None deletes)."""
     with tempfile.TemporaryDirectory(prefix="landbot-fake-index-") as tmp:
         env = _env()
@@ -121,14 +128,27 @@ def _tree_from_files(
             git(git_dir, "read-tree", parent, env=env)
         else:
             git(git_dir, "read-tree", "--empty", env=env)
+        written = {p: c for p, c in sorted(files.items()) if c is not None}
+        # One `hash-object` for all blobs: a process per file is most of a commit's cost.
+        staged: list[str] = []
+        for i, content in enumerate(written.values()):
+            blob_file = Path(tmp) / f"blob-{i}"
+            blob_file.write_bytes(content.encode() if isinstance(content, str) else content)
+            staged.append(str(blob_file))
+        shas = (
+            git(git_dir, "hash-object", "-w", "--stdin-paths", input="\n".join(staged).encode())
+            .stdout.decode()
+            .split()
+            if staged
+            else []
+        )
+        blobs = dict(zip(written, shas, strict=True))
         lines: list[str] = []
         for path, content in sorted(files.items()):
             if content is None:
                 lines.append(f"0 {'0' * 40}\t{path}")
-                continue
-            data = content.encode() if isinstance(content, str) else content
-            blob = git(git_dir, "hash-object", "-w", "--stdin", input=data).stdout.decode()
-            lines.append(f"100644 {blob.strip()}\t{path}")
+            else:
+                lines.append(f"100644 {blobs[path]}\t{path}")
         if lines:
             git(
                 git_dir,
@@ -231,7 +251,10 @@ def commit_message(git_dir: Path, sha: str) -> str:
 
 
 def is_ancestor(git_dir: Path, ancestor: str, descendant: str) -> bool:
-    return git(git_dir, "merge-base", "--is-ancestor", ancestor, descendant, check=False).returncode == 0
+    return (
+        git(git_dir, "merge-base", "--is-ancestor", ancestor, descendant, check=False).returncode
+        == 0
+    )
 
 
 def read_branch_refs(git_dir: Path) -> dict[str, str]:

@@ -76,12 +76,12 @@ class Clock:
         self._lock = threading.Lock()
 
     def now(self) -> datetime:
-        with self._lock:
-            return (datetime.now(UTC) + self._offset).replace(microsecond=0)
-
-    def precise(self) -> datetime:
+        # Full precision, so "most recently updated" orders events of the same second;
+        # `iso()` shows seconds like GitHub's REST API.
         with self._lock:
             return datetime.now(UTC) + self._offset
+
+    precise = now
 
     def advance(self, *, seconds: float = 0, minutes: float = 0, hours: float = 0) -> datetime:
         with self._lock:

@@ -73,7 +73,9 @@ def _build(gh: FakeGitHub, queue: MergeQueue, entry: QueueEntry) -> QueueStep:
     if sha is None:
         webhook, timeline = REASONS["conflict"]
         remove(gh, entry, webhook_reason=webhook, timeline_reason=timeline, actor=QUEUE_BOT)
-        return QueueStep(repo.full_name, queue.branch, pr.number, "dropped", webhook, None, tuple(conflicts))
+        return QueueStep(
+            repo.full_name, queue.branch, pr.number, "dropped", webhook, None, tuple(conflicts)
+        )
     ref = group_ref(queue.branch, pr.number, base_sha)
     gh._write_branch(repo, ref.removeprefix("refs/heads/"), sha)
     entry.group = MergeGroup(
@@ -107,12 +109,16 @@ def _decide(gh: FakeGitHub, queue: MergeQueue, entry: QueueEntry) -> QueueStep:
         entry.state = "UNMERGEABLE"
         webhook, timeline = REASONS["failed"]
         remove(gh, entry, webhook_reason=webhook, timeline_reason=timeline, actor=QUEUE_BOT)
-        return QueueStep(repo.full_name, queue.branch, pr.number, "dropped", webhook, group.head_sha)
+        return QueueStep(
+            repo.full_name, queue.branch, pr.number, "dropped", webhook, group.head_sha
+        )
     waited = gh.clock.now() - group.created_at
     if waited.total_seconds() >= queue.config.check_response_timeout_minutes * 60:
         webhook, timeline = REASONS["timeout"]
         remove(gh, entry, webhook_reason=webhook, timeline_reason=timeline, actor=QUEUE_BOT)
-        return QueueStep(repo.full_name, queue.branch, pr.number, "dropped", webhook, group.head_sha)
+        return QueueStep(
+            repo.full_name, queue.branch, pr.number, "dropped", webhook, group.head_sha
+        )
     return QueueStep(repo.full_name, queue.branch, pr.number, "waiting", None, group.head_sha)
 
 
@@ -186,7 +192,13 @@ def _destroy(gh: FakeGitHub, queue: MergeQueue, entry: QueueEntry, reason: str) 
     gh._emit(
         "merge_group",
         payloads.merge_group_event(
-            gh, queue.repo, group, "destroyed", sender=QUEUE_BOT, author=entry.enqueuer, reason=reason
+            gh,
+            queue.repo,
+            group,
+            "destroyed",
+            sender=QUEUE_BOT,
+            author=entry.enqueuer,
+            reason=reason,
         ),
     )
     # GitHub deletes the temporary branch; the commit stays reachable by sha.

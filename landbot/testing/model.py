@@ -37,7 +37,6 @@ from landbot.testing.scenarios import (
 from landbot.testing.state import (
     ACTIONS_APP_ID,
     ACTIONS_APP_SLUG,
-    QUEUE_BOT,
     App,
     AutoMerge,
     CheckRun,
@@ -156,6 +155,12 @@ class FakeGitHub:
         """The clone/push URL template for LANDBOT_GITHUB__GIT_URL."""
         return f"file://{self.root}/{{owner}}/{{repo}}.git"
 
+    def clone_url(self, repo: Repository | str) -> str:
+        """`git_url` filled in for one repository."""
+        full = repo.full_name if isinstance(repo, Repository) else repo
+        owner, name = full.split("/", 1)
+        return self.git_url.format(owner=owner, repo=name)
+
     @property
     def deliveries(self) -> list[Delivery]:
         return self.webhooks.deliveries
@@ -223,7 +228,7 @@ class FakeGitHub:
         message: str = "Initial commit",
         author: str | None = None,
     ) -> Repository:
-        """A repository with a real bare git repo; its first commit holds `files` or `source_dir`."""
+        """A repository backed by a real bare git repo; the first commit holds the files."""
         owner, _, name = full_name.partition("/")
         if not owner or not name or "/" in name:
             raise ValueError(f"{full_name!r} is not OWNER/NAME")
@@ -275,9 +280,17 @@ class FakeGitHub:
         existing = self.repos.get(f"{owner}/{repo.name}".lower())
         if existing is not None:
             return existing
-        fork = self._new_repo(owner, repo.name, default_branch=repo.default_branch, private=repo.private)
+        fork = self._new_repo(
+            owner, repo.name, default_branch=repo.default_branch, private=repo.private
+        )
         fork.fork_of = repo
-        git.git(fork.require_git(), "fetch", "--quiet", str(repo.require_git()), "+refs/heads/*:refs/heads/*")
+        git.git(
+            fork.require_git(),
+            "fetch",
+            "--quiet",
+            str(repo.require_git()),
+            "+refs/heads/*:refs/heads/*",
+        )
         fork.known_refs = git.read_branch_refs(fork.require_git())
         return fork
 
@@ -320,7 +333,11 @@ class FakeGitHub:
         """Commit `files` on top of `branch` (or `parent`) and push it, like a user would."""
         git_dir = repo.require_git()
         ref = f"refs/heads/{branch}"
-        start = parent or repo.known_refs.get(ref) or repo.known_refs[f"refs/heads/{repo.default_branch}"]
+        start = (
+            parent
+            or repo.known_refs.get(ref)
+            or repo.known_refs[f"refs/heads/{repo.default_branch}"]
+        )
         sha = git.commit_files(
             git_dir,
             parent=start,
@@ -333,7 +350,9 @@ class FakeGitHub:
         return sha
 
     @_locked
-    def move_branch(self, repo: Repository, branch: str, sha: str, *, pusher: str | None = None) -> None:
+    def move_branch(
+        self, repo: Repository, branch: str, sha: str, *, pusher: str | None = None
+    ) -> None:
         """A push that sets `branch` to `sha`, with everything GitHub does after a push."""
         old = self._write_branch(repo, branch, sha)
         if old != sha:
@@ -402,18 +421,25 @@ class FakeGitHub:
         name: str | None = None,
         owner: str = "landbot-dev",
         app_id: int | None = None,
+        private_key_pem: bytes | None = None,
         public_key_pem: bytes | None = None,
     ) -> App:
-        """A GitHub App. Without `public_key_pem`, a fresh RSA key is made (App.private_key_pem)."""
-        private_pem = None
+        """A GitHub App verifying JWTs with its public key.
+
+        Give the App's `private_key_pem` (or only a `public_key_pem`), or let a fresh RSA
+        key be made; `App.private_key_pem` / `App.write_private_key` hand it to landbot.
+        """
+        private_pem = private_key_pem
         if public_key_pem is None:
-            key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-            private_pem = key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.TraditionalOpenSSL,
-                serialization.NoEncryption(),
-            )
-            public_key_pem = key.public_key().public_bytes(
+            if private_pem is None:
+                key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+                private_pem = key.private_bytes(
+                    serialization.Encoding.PEM,
+                    serialization.PrivateFormat.TraditionalOpenSSL,
+                    serialization.NoEncryption(),
+                )
+            loaded = serialization.load_pem_private_key(private_pem, password=None)
+            public_key_pem = loaded.public_key().public_bytes(
                 serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
             )
         aid = app_id if app_id is not None else self.ids.next("app")
@@ -528,7 +554,9 @@ class FakeGitHub:
         if files is not None:
             parent = head_repo.known_refs.get(ref) or base_sha
             if head_repo is not repo and parent == base_sha:
-                git.git(head_repo.require_git(), "fetch", "--quiet", str(repo.require_git()), base_sha)
+                git.git(
+                    head_repo.require_git(), "fetch", "--quiet", str(repo.require_git()), base_sha
+                )
             sha = git.commit_files(
                 head_repo.require_git(),
                 parent=parent,
@@ -643,14 +671,22 @@ class FakeGitHub:
         entry = self._entry(pr)
         if entry is not None:
             merge_queue.remove(
-                self, entry, webhook_reason="MANUAL", timeline_reason="manual", actor=actor or pr.author
+                self,
+                entry,
+                webhook_reason="MANUAL",
+                timeline_reason="manual",
+                actor=actor or pr.author,
             )
         pr.state = "closed"
         pr.closed_at = pr.updated_at = self.clock.now()
         self._timeline(pr, "ClosedEvent", actor or pr.author)
-        self._emit("pull_request", payloads.pull_request_event(self, pr, "closed", actor or pr.author))
+        self._emit(
+            "pull_request", payloads.pull_request_event(self, pr, "closed", actor or pr.author)
+        )
 
-    def _timeline(self, pr: PullRequest, typename: str, actor: str | None, **data: Any) -> TimelineEvent:
+    def _timeline(
+        self, pr: PullRequest, typename: str, actor: str | None, **data: Any
+    ) -> TimelineEvent:
         eid = self.ids.next("event")
         event = TimelineEvent(
             typename=typename,
@@ -708,7 +744,9 @@ class FakeGitHub:
 
     def _run_pr_checks(self, pr: PullRequest) -> None:
         # A fork's head commit is in the base repository too (refs/pull/N/head).
-        self.run_checks(pr.repo, pr.head_sha, event="pull_request", head_branch=pr.head_ref, pulls=(pr.number,))
+        self.run_checks(
+            pr.repo, pr.head_sha, event="pull_request", head_branch=pr.head_ref, pulls=(pr.number,)
+        )
 
     @_locked
     def run_checks(
@@ -756,27 +794,27 @@ class FakeGitHub:
                 job = self._create_job(repo, run, spec, now)
                 created.append(self._job_check_run(repo, run, job))
             self._refresh_run(repo, run, message)
-        for spec in scenario.checks:
+        for other in scenario.checks:
             cid = self.ids.next("check_run")
-            completed = spec.conclusion is not None
+            completed = other.conclusion is not None
             run_ = CheckRun(
                 id=cid,
                 node_id=node_id("check_run", cid),
                 repo=repo.full_name,
-                name=spec.name,
+                name=other.name,
                 head_sha=sha,
                 status="completed" if completed else "in_progress",
-                conclusion=spec.conclusion,
-                app_slug=spec.app,
+                conclusion=other.conclusion,
+                app_slug=other.app,
                 app_id=0,
                 started_at=now,
                 completed_at=now if completed else None,
                 check_suite_id=self.ids.next("check_suite"),
-                html_url=f"https://{spec.app}.example/checks/{cid}",
-                details_url=f"https://{spec.app}.example/checks/{cid}",
-                summary=spec.summary,
-                text=spec.text,
-                required=spec.required,
+                html_url=f"https://{other.app}.example/checks/{cid}",
+                details_url=f"https://{other.app}.example/checks/{cid}",
+                summary=other.summary,
+                text=other.text,
+                required=other.required,
                 pull_numbers=list(pulls) if event == "pull_request" else [],
             )
             self.check_runs[cid] = run_
@@ -797,7 +835,9 @@ class FakeGitHub:
         completed = conclusion is not None
         steps = _job_steps(spec.steps, completed, now)
         log = (
-            render_job_log(spec, repo=repo.full_name, sha=run.head_sha, started=self.clock.precise())
+            render_job_log(
+                spec, repo=repo.full_name, sha=run.head_sha, started=self.clock.precise()
+            )
             if completed
             else ""
         )
@@ -900,9 +940,9 @@ class FakeGitHub:
         """The required checks of `sha`: "success", "failure", "pending" or "none"."""
         latest: dict[str, CheckRun] = {}
         for check in self.check_runs.values():
-            if check.repo == repo.full_name and check.head_sha == sha and check.required:
-                if check.name not in latest or check.id > latest[check.name].id:
-                    latest[check.name] = check
+            mine = check.repo == repo.full_name and check.head_sha == sha and check.required
+            if mine and (check.name not in latest or check.id > latest[check.name].id):
+                latest[check.name] = check
         if not latest:
             return "none"
         runs = latest.values()
@@ -913,7 +953,9 @@ class FakeGitHub:
         return "success"
 
     def check_runs_for(self, repo: Repository, sha: str) -> list[CheckRun]:
-        return [c for c in self.check_runs.values() if c.repo == repo.full_name and c.head_sha == sha]
+        return [
+            c for c in self.check_runs.values() if c.repo == repo.full_name and c.head_sha == sha
+        ]
 
     # --- merge queue ----------------------------------------------------------------------
 
@@ -925,7 +967,9 @@ class FakeGitHub:
             return None
         queue = repo.queues.get(branch)
         if queue is None:
-            queue = MergeQueue(repo=repo, branch=branch, node_id=node_id("queue", f"{repo.id}:{branch}"))
+            queue = MergeQueue(
+                repo=repo, branch=branch, node_id=node_id("queue", f"{repo.id}:{branch}")
+            )
             repo.queues[branch] = queue
             self.nodes[queue.node_id] = queue
         return queue
@@ -968,7 +1012,9 @@ class FakeGitHub:
         )
         if jump:
             # A jump goes ahead of everything not already being tested.
-            index = next((i for i, e in enumerate(queue.entries) if e.group is None), len(queue.entries))
+            index = next(
+                (i for i, e in enumerate(queue.entries) if e.group is None), len(queue.entries)
+            )
             queue.entries.insert(index, entry)
         else:
             queue.entries.append(entry)
@@ -984,7 +1030,9 @@ class FakeGitHub:
         entry = self._entry(pr)
         if entry is None:
             raise Unprocessable("Pull request is not in the queue")
-        merge_queue.remove(self, entry, webhook_reason="MANUAL", timeline_reason="manual", actor=actor)
+        merge_queue.remove(
+            self, entry, webhook_reason="MANUAL", timeline_reason="manual", actor=actor
+        )
         return entry
 
     @_locked
@@ -1015,7 +1063,9 @@ class FakeGitHub:
         )
         pr.updated_at = self.clock.now()
         self._timeline(pr, "AutoMergeEnabledEvent", actor)
-        self._emit("pull_request", payloads.pull_request_event(self, pr, "auto_merge_enabled", actor))
+        self._emit(
+            "pull_request", payloads.pull_request_event(self, pr, "auto_merge_enabled", actor)
+        )
         self._maybe_auto_merge(pr)
 
     @_locked
@@ -1031,7 +1081,10 @@ class FakeGitHub:
         pr.updated_at = self.clock.now()
         self._timeline(pr, "AutoMergeDisabledEvent", actor, reason=reason)
         extra = {"reason": reason} if reason else {}
-        self._emit("pull_request", payloads.pull_request_event(self, pr, "auto_merge_disabled", actor, **extra))
+        self._emit(
+            "pull_request",
+            payloads.pull_request_event(self, pr, "auto_merge_disabled", actor, **extra),
+        )
 
     def _maybe_auto_merge(self, pr: PullRequest) -> None:
         if pr.auto_merge is None or pr.state != "open" or pr.merged or self._entry(pr) is not None:
@@ -1044,7 +1097,9 @@ class FakeGitHub:
             merge_queue.merge_directly(self, pr)
 
     @_locked
-    def queue_step(self, repo: Repository, branch: str | None = None) -> merge_queue.QueueStep | None:
+    def queue_step(
+        self, repo: Repository, branch: str | None = None
+    ) -> merge_queue.QueueStep | None:
         """One transition of the queue's head entry (build its group, or decide it)."""
         self.sync()
         queue = self.queue(repo, branch)
@@ -1119,7 +1174,11 @@ class FakeGitHub:
 
     def comments_on(self, repo: Repository, number: int) -> list[IssueComment]:
         return sorted(
-            (c for c in self.comments.values() if c.repo == repo.full_name and c.issue_number == number),
+            (
+                c
+                for c in self.comments.values()
+                if c.repo == repo.full_name and c.issue_number == number
+            ),
             key=lambda c: c.id,
         )
 
@@ -1134,7 +1193,11 @@ class FakeGitHub:
                 return reaction, False
         rid = self.ids.next("reaction")
         reaction = Reaction(
-            id=rid, node_id=node_id("reaction", rid), content=content, user=user, created_at=self.clock.now()
+            id=rid,
+            node_id=node_id("reaction", rid),
+            content=content,
+            user=user,
+            created_at=self.clock.now(),
         )
         comment.reactions.append(reaction)
         return reaction, True
@@ -1163,9 +1226,7 @@ class FakeGitHub:
                     }
                     for pr in repo.pulls.values()
                 },
-                "queues": {
-                    b: [e.pr.number for e in q.entries] for b, q in repo.queues.items()
-                },
+                "queues": {b: [e.pr.number for e in q.entries] for b, q in repo.queues.items()},
             }
         return out
 
@@ -1193,7 +1254,11 @@ def _finished_spec(spec: JobSpec, conclusion: str) -> JobSpec:
     steps: list[StepSpec] = []
     hit = False
     for s in spec.steps:
-        own = s.name in ("Set up job", "Complete job") or s.name.startswith("Post ") or "checkout" in s.name
+        own = (
+            s.name in ("Set up job", "Complete job")
+            or s.name.startswith("Post ")
+            or "checkout" in s.name
+        )
         if own:
             steps.append(replace(s, conclusion="success"))
         elif not hit:

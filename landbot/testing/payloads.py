@@ -121,7 +121,12 @@ def private_user_json(world: World, login: str) -> Json:
             "disk_usage": 0,
             "collaborators": 0,
             "two_factor_authentication": True,
-            "plan": {"name": "free", "space": 976562499, "collaborators": 0, "private_repos": 10000},
+            "plan": {
+                "name": "free",
+                "space": 976562499,
+                "collaborators": 0,
+                "private_repos": 10000,
+            },
         }
     )
     return data
@@ -187,6 +192,8 @@ def repo_json(world: World, repo: Repository) -> Json:
         "language": "Python",
         "forks_count": 0,
         "forks": 0,
+        "network_count": 0,
+        "subscribers_count": 0,
         "stargazers_count": 0,
         "watchers_count": 0,
         "watchers": 0,
@@ -246,7 +253,12 @@ def _actions_app_json(world: World) -> Json:
         "html_url": f"{world.urls.web}/apps/github-actions",
         "created_at": "2018-07-30T09:30:17Z",
         "updated_at": "2024-04-10T20:33:16Z",
-        "permissions": {"actions": "write", "checks": "write", "contents": "write", "metadata": "read"},
+        "permissions": {
+            "actions": "write",
+            "checks": "write",
+            "contents": "write",
+            "metadata": "read",
+        },
         "events": ["check_run", "check_suite", "push", "pull_request", "merge_group"],
     }
 
@@ -320,6 +332,7 @@ def label_json(world: World, repo: Repository, name: str) -> Json:
         "description": None,
         "color": f"{digest & 0xFFFFFF:06x}",
         "default": False,
+        "archived_by": None,
     }
 
 
@@ -422,7 +435,11 @@ def pull_request_minimal(world: World, pr: PullRequest) -> Json:
         return {
             "ref": ref,
             "sha": sha,
-            "repo": {"id": repo.id, "url": f"{world.urls.api}/repos/{repo.full_name}", "name": repo.name},
+            "repo": {
+                "id": repo.id,
+                "url": f"{world.urls.api}/repos/{repo.full_name}",
+                "name": repo.name,
+            },
         }
 
     return {
@@ -440,9 +457,13 @@ def pull_request_minimal(world: World, pr: PullRequest) -> Json:
 def check_run_json(world: World, repo: Repository, run: CheckRun) -> Json:
     api = world.urls.api
     app = (
-        _actions_app_json(world) if run.app_slug == ACTIONS_APP_SLUG else _other_app_json(world, run.app_slug)
+        _actions_app_json(world)
+        if run.app_slug == ACTIONS_APP_SLUG
+        else _other_app_json(world, run.app_slug)
     )
-    pulls = [pull_request_minimal(world, repo.pulls[n]) for n in run.pull_numbers if n in repo.pulls]
+    pulls = [
+        pull_request_minimal(world, repo.pulls[n]) for n in run.pull_numbers if n in repo.pulls
+    ]
     return {
         "id": run.id,
         "name": run.name,
@@ -501,11 +522,15 @@ def _minimal_repo(world: World, repo: Repository) -> Json:
     return keep
 
 
-def workflow_run_json(world: World, repo: Repository, run: WorkflowRun, *, message: str = "") -> Json:
+def workflow_run_json(
+    world: World, repo: Repository, run: WorkflowRun, *, message: str = ""
+) -> Json:
     api, web = world.urls.api, world.urls.web
     base = f"{api}/repos/{repo.full_name}/actions/runs/{run.id}"
     actor = user_json(world, repo.owner)
-    pulls = [pull_request_minimal(world, repo.pulls[n]) for n in run.pull_numbers if n in repo.pulls]
+    pulls = [
+        pull_request_minimal(world, repo.pulls[n]) for n in run.pull_numbers if n in repo.pulls
+    ]
     return {
         "id": run.id,
         "name": run.name,
@@ -539,7 +564,9 @@ def workflow_run_json(world: World, repo: Repository, run: WorkflowRun, *, messa
         "rerun_url": f"{base}/rerun",
         "previous_attempt_url": None,
         "workflow_url": f"{api}/repos/{repo.full_name}/actions/workflows/{run.workflow_id}",
-        "head_commit": _simple_commit(run.head_sha, message, run.created_at, world.user(repo.owner)),
+        "head_commit": _simple_commit(
+            run.head_sha, message, run.created_at, world.user(repo.owner)
+        ),
         "repository": _minimal_repo(world, repo),
         "head_repository": _minimal_repo(world, repo),
     }
@@ -604,7 +631,9 @@ def job_json(world: World, repo: Repository, job: Job) -> Json:
 
 
 def reactions_summary(world: World, repo: str, comment: IssueComment) -> Json:
-    counts = dict.fromkeys(("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"), 0)
+    counts = dict.fromkeys(
+        ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"), 0
+    )
     for reaction in comment.reactions:
         counts[reaction.content] += 1
     return {
@@ -733,9 +762,15 @@ def _envelope(world: World, repo: Repository, sender: str) -> Json:
     return payload
 
 
-def pull_request_event(world: World, pr: PullRequest, action: str, sender: str, **extra: Any) -> Json:
+def pull_request_event(
+    world: World, pr: PullRequest, action: str, sender: str, **extra: Any
+) -> Json:
     """`pull_request` with any action (opened, synchronize, closed, enqueued, dequeued...)."""
-    payload: Json = {"action": action, "number": pr.number, "pull_request": pull_request_json(world, pr)}
+    payload: Json = {
+        "action": action,
+        "number": pr.number,
+        "pull_request": pull_request_json(world, pr),
+    }
     payload.update(extra)
     payload.update(_envelope(world, pr.repo, sender))
     return payload
@@ -779,14 +814,21 @@ def merge_group_event(
     return payload
 
 
-def check_run_event(world: World, repo: Repository, run: CheckRun, action: str = "completed") -> Json:
+def check_run_event(
+    world: World, repo: Repository, run: CheckRun, action: str = "completed"
+) -> Json:
     payload: Json = {"action": action, "check_run": check_run_json(world, repo, run)}
     payload.update(_envelope(world, repo, repo.owner))
     return payload
 
 
 def workflow_run_event(
-    world: World, repo: Repository, run: WorkflowRun, action: str = "completed", *, message: str = ""
+    world: World,
+    repo: Repository,
+    run: WorkflowRun,
+    action: str = "completed",
+    *,
+    message: str = "",
 ) -> Json:
     payload: Json = {
         "action": action,
@@ -798,7 +840,12 @@ def workflow_run_event(
 
 
 def issue_comment_event(
-    world: World, pr: PullRequest, comment: IssueComment, action: str = "created", *, changes: Json | None = None
+    world: World,
+    pr: PullRequest,
+    comment: IssueComment,
+    action: str = "created",
+    *,
+    changes: Json | None = None,
 ) -> Json:
     payload: Json = {
         "action": action,

@@ -170,15 +170,18 @@ class CheckScenario:
         for wf in data.get("workflows", ()):
             jobs = []
             for job in wf.get("jobs", ()):
-                steps = tuple(
-                    StepSpec(
-                        s["name"],
-                        s.get("conclusion", "success"),
-                        run=s.get("run"),
-                        output=tuple(s.get("output", ())),
+                steps = (
+                    tuple(
+                        StepSpec(
+                            s["name"],
+                            s.get("conclusion", "success"),
+                            run=s.get("run"),
+                            output=tuple(s.get("output", ())),
+                        )
+                        for s in job.get("steps", ())
                     )
-                    for s in job.get("steps", ())
-                ) or standard_steps()
+                    or standard_steps()
+                )
                 jobs.append(
                     JobSpec(
                         job["name"],
@@ -297,7 +300,10 @@ def render_job_log(
     emit("##[endgroup]")
     emit("Prepare workflow directory")
     emit("Prepare all required actions")
-    emit("Download action repository 'actions/checkout@v4' (SHA:11bd71901bbe5b1630ceea73d27597364c9af683)")
+    emit(
+        "Download action repository 'actions/checkout@v4' "
+        "(SHA:11bd71901bbe5b1630ceea73d27597364c9af683)"
+    )
     emit(f"Complete job name: {job.name}")
     failed = False
     for step in job.steps:

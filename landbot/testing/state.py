@@ -6,6 +6,7 @@ resolvers and the webhook payload builders only read them.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -48,6 +49,16 @@ class App:
     @property
     def bot_login(self) -> str:
         return f"{self.slug}[bot]"
+
+    def jwt(self, *, lifetime: int = 540, issued: int | None = None) -> str:
+        """A JWT for this App as GitHub expects it (RS256, iat 60 s back, iss = App id)."""
+        import jwt
+
+        if self.private_key_pem is None:
+            raise ValueError(f"app {self.slug} was created with a public key only")
+        now = int(time.time()) if issued is None else issued
+        claims = {"iss": str(self.id), "iat": now - 60, "exp": now + lifetime}
+        return jwt.encode(claims, self.private_key_pem, algorithm="RS256")
 
     def write_private_key(self, path: Path) -> Path:
         """Write the App's private key (PEM) where landbot's settings will look for it."""

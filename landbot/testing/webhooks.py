@@ -51,9 +51,13 @@ class Delivery:
         return value if isinstance(value, str) else None
 
     def verify(self, secret: str) -> bool:
-        return hmac.compare_digest(self.headers.get("X-Hub-Signature-256", ""), sign(secret, self.body))
+        return hmac.compare_digest(
+            self.headers.get("X-Hub-Signature-256", ""), sign(secret, self.body)
+        )
 
-    def send(self, url: str, client: httpx.Client | None = None, timeout: float = 10.0) -> httpx.Response:
+    def send(
+        self, url: str, client: httpx.Client | None = None, timeout: float = 10.0
+    ) -> httpx.Response:
         """POST this delivery to `url` exactly as GitHub would."""
         if client is not None:
             return client.post(url, content=self.body, headers=self.headers)
@@ -83,7 +87,9 @@ def build_delivery(
     if secret:
         headers["X-Hub-Signature-256"] = sign(secret, body)
         # GitHub still sends the legacy SHA-1 signature; receivers must ignore it.
-        headers["X-Hub-Signature"] = "sha1=" + hmac.new(secret.encode(), body, hashlib.sha1).hexdigest()
+        headers["X-Hub-Signature"] = (
+            "sha1=" + hmac.new(secret.encode(), body, hashlib.sha1).hexdigest()
+        )
     return Delivery(event=event, guid=guid, payload=payload, body=body, headers=headers)
 
 
@@ -115,7 +121,9 @@ class Outbox:
     def url(self, value: str | None) -> None:
         self._url = value
         if value is not None and self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="fake-github-webhooks", daemon=True)
+            self._thread = threading.Thread(
+                target=self._run, name="fake-github-webhooks", daemon=True
+            )
             self._thread.start()
 
     def emit(self, event: str, payload: dict[str, Any]) -> Delivery:
@@ -129,7 +137,9 @@ class Outbox:
     def of(self, event: str, action: str | None = None) -> list[Delivery]:
         with self._lock:
             return [
-                d for d in self.deliveries if d.event == event and (action is None or d.action == action)
+                d
+                for d in self.deliveries
+                if d.event == event and (action is None or d.action == action)
             ]
 
     def clear(self) -> None:

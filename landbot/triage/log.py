@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Protocol
+from typing import Protocol, cast
 
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
 # Lines of the failing step kept on each side of the first error: a test runner's summary
@@ -175,15 +175,15 @@ def _chunks(source: LogSource) -> Iterator[bytes]:
     if isinstance(source, bytes | bytearray | memoryview):
         yield bytes(source)
         return
-    if hasattr(source, "read"):
-        reader: SupportsRead = source  # type: ignore[assignment]
+    read = getattr(source, "read", None)
+    if callable(read):
         while True:
-            chunk = reader.read(READ_SIZE)
+            chunk = read(READ_SIZE)
             if not chunk:
                 return
             yield bytes(chunk)
     else:
-        for chunk in source:  # type: ignore[union-attr]
+        for chunk in cast(Iterable[bytes], source):
             yield bytes(chunk)
 
 
@@ -205,10 +205,9 @@ def _blocks(source: LogSource) -> Iterator[bytes]:
                 if len(carry) > LINE_CAP:
                     carry, skipping = carry[:LINE_CAP], True
             continue
-        if skipping:
-            block = carry + chunk[chunk.find(b"\n") : last + 1]
-        else:
-            block = carry + chunk[: last + 1]
+        # While skipping, the rest of an overlong line is dropped up to its newline.
+        begin = chunk.find(b"\n") if skipping else 0
+        block = carry + chunk[begin : last + 1]
         carry, skipping = chunk[last + 1 :], False
         if len(carry) > LINE_CAP:
             carry, skipping = carry[:LINE_CAP], True
@@ -220,6 +219,13 @@ def _blocks(source: LogSource) -> Iterator[bytes]:
 def _line_count(data: bytes) -> int:
     n = data.count(b"\n")
     return n if not data or data.endswith(b"\n") else n + 1
+
+
+def _lines_in(data: bytes, pos: int, end: int) -> int:
+    """Lines in data[pos:end], counting an unterminated last one."""
+    if end <= pos:
+        return 0
+    return data.count(b"\n", pos, end) + (0 if data[end - 1] == 0x0A else 1)
 
 
 def _offset_of_line(data: bytes, skip: int) -> int:
@@ -255,6 +261,15 @@ class _Header:
     line: int
     end: int | None = None
     script: bytes = b""
+
+    def add_script(self, lines: bytes) -> None:
+        room = LINE_CAP - len(self.script)
+        if room <= 0:
+            return
+        part = lines[:room]
+        if len(lines) > room:  # keep whole lines only
+            part = part[: part.rfind(b"\n") + 1]
+        self.script += part
 
 
 @dataclass
@@ -303,6 +318,9 @@ class _Scanner:
 
     def _scan(self, data: bytes, first: int) -> None:
         cursor, cursor_line = 0, first
+        # The header group's lines (script, shell, env) may span blocks: copy them as
+        # they pass, so what is kept does not depend on where the chunks were cut.
+        script_from: int | None = 0 if self.in_header else None
         for pos, needle in self._events(data):
             start = _at_line_start(data, pos) if needle in (_MARKER, _POST) else None
             if needle in (_MARKER, _POST) and start is None:
@@ -313,13 +331,15 @@ class _Scanner:
             if needle == _POST:
                 self.header, self.in_header, self.depth = None, False, 0
                 self.section_start = cursor_line
+                script_from = None
             elif needle == _MARKER:
                 if data.startswith(_RUN, pos):
                     end = data.find(b"\n", pos)
                     title = clean_line(data[pos + len(_GROUP) : None if end == -1 else end])
-                    self.header = _Header(title, cursor_line, script=_script(data, end))
+                    self.header = _Header(title, cursor_line)
                     self.in_header, self.depth = True, 1
                     self.section_start = cursor_line
+                    script_from = len(data) if end == -1 else end + 1
                 elif data.startswith(_GROUP, pos):
                     self.depth += 1
                 elif data.startswith(_ENDGROUP, pos):
@@ -327,12 +347,17 @@ class _Scanner:
                     if self.in_header and self.depth == 0 and self.header is not None:
                         self.in_header = False
                         self.header.end = cursor_line
+                        if script_from is not None:
+                            self.header.add_script(data[script_from:line_start])
+                        script_from = None
                 elif data.startswith(_ERROR, pos) and not self.in_header:
                     self._first_error(data, first, line_start, cursor_line)
                     return
             elif not self.in_header:  # a runner message
                 self._first_error(data, first, line_start, cursor_line)
                 return
+        if self.in_header and self.header is not None and script_from is not None:
+            self.header.add_script(data[script_from:])
 
     def _keep(self, data: bytes, first: int) -> None:
         self.ring.append(_Block(first, data))
@@ -364,10 +389,12 @@ class _Scanner:
             skip = max(0, wanted - block.first)
             kept.append(_Block(block.first + skip, block.data[_offset_of_line(block.data, skip) :]))
         size = sum(len(b.data) for b in kept)
-        # Keep the bound: drop whole lines from the front until the region fits.
-        while kept and size > self.max_bytes:
+        # Keep the bound, with a quarter of it left for the error and what follows it:
+        # drop whole lines from the front until the lines before the error fit.
+        budget = self.max_bytes - self.max_bytes // 4
+        while kept and size > budget:
             head = kept[0]
-            excess = size - self.max_bytes
+            excess = size - budget
             cut = head.data.find(b"\n", excess - 1)
             if cut == -1 or cut + 1 >= len(head.data):
                 kept.pop(0)
@@ -399,7 +426,7 @@ class _Scanner:
                     self.collecting = False
                     break
                 found = data.find(needle, found + len(needle))
-        lines = data.count(b"\n", pos, end) + (0 if end == pos or data[end - 1 : end] == b"\n" else 1)
+        lines = _lines_in(data, pos, end)
         if lines > self.after_lines_left:
             end = pos + _offset_of_line(data[pos:end], self.after_lines_left)
             lines = self.after_lines_left
@@ -407,7 +434,12 @@ class _Scanner:
         if self.region_bytes + (end - pos) > self.max_bytes:
             room = self.max_bytes - self.region_bytes
             cut = data.rfind(b"\n", pos, pos + room)
+            if cut == -1 and start_line is not None:
+                # The error line itself is always kept (LINE_CAP bounds it in practice).
+                cut = data.find(b"\n", pos, end)
+                cut = end - 1 if cut == -1 else cut
             end = pos if cut == -1 else cut + 1
+            lines = _lines_in(data, pos, end)
             self.collecting = False
         if end > pos:
             line = start_line if start_line is not None else first + data.count(b"\n", 0, pos)
@@ -442,22 +474,6 @@ class _Scanner:
             region_truncated=self.region_truncated,
             retained_peak=self.peak,
         )
-
-
-def _script(data: bytes, title_end: int) -> bytes:
-    """The header group's lines after its title, as far as this block shows them."""
-    if title_end == -1:
-        return b""
-    start = title_end + 1
-    limit = min(len(data), start + LINE_CAP)
-    end = data.find(_ENDGROUP, start, limit)
-    if end == -1:
-        end = limit
-    else:
-        end = data.rfind(b"\n", start, end) + 1 or start
-    body = data[start:end]
-    # Only the lines up to the group's end belong to the header.
-    return body[: body.rfind(b"\n") + 1] if b"\n" in body else body
 
 
 def _in_header(header: _Header | None, number: int) -> bool:

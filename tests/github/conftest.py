@@ -61,9 +61,7 @@ def make_client(settings: GitHubSettings, fake_time: FakeTime) -> Iterator[MakeC
     def make(github: GitHubSettings | None = None, **kwargs: Any) -> GitHubClient:
         kwargs.setdefault("rand", lambda: 0.5)
         kwargs.setdefault("policy", RetryPolicy())
-        c = GitHubClient(
-            github or settings, sleep=fake_time.sleep, clock=fake_time.clock, **kwargs
-        )
+        c = GitHubClient(github or settings, sleep=fake_time.sleep, clock=fake_time.clock, **kwargs)
         made.append(c)
         return c
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from landbot.land.comments import (
-    HANDBACK_MARKER,
-    STATUS_MARKER,
     _DECIDE,
     _STATUS_NEXT,
+    HANDBACK_MARKER,
+    STATUS_MARKER,
     render_handback,
     render_status,
 )

@@ -83,7 +83,7 @@ def test_invariants_hold_for_every_input() -> None:
         assert kinds.count(HandBack) <= 1 and kinds.count(Status) <= 1
         # A person's removal, a merge, a cleared queue: no mutation, no comment.
         if drop.reason in ("manual", "merged", "already_merged", "queue_cleared"):
-            assert d.actions == () and d.outcome == "ignored" or result is not None
+            assert (d.actions == () and d.outcome == "ignored") or result is not None
         # A cancelled or infrastructure failure is never handed back as the PR's fault
         # on the first failure.
         if (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -48,7 +48,9 @@ def rendered(findings: list[Finding]) -> list[str]:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_git(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """No developer config (hooks, signing, templates) reaches the test repositories."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
@@ -99,5 +101,3 @@ def repo(tmp_path: Path) -> Iterator[Repo]:
     path = tmp_path / "repo"
     path.mkdir()
     yield Repo(path)
-
-

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from landbot.quest.parse import Link, decode, link_targets, parse_quest
+from landbot.quest.parse import QuestFile, decode, link_targets, parse_quest
 
 
-def parse(text: str | bytes) -> object:
-    return parse_quest("quest/q.md", text.encode() if isinstance(text, str) else text)
+def links(quest: QuestFile) -> list[tuple[str, int]]:
+    return [(link.target, link.line) for link in quest.links]
 
 
 def test_title_is_the_first_non_blank_line() -> None:
@@ -41,7 +41,8 @@ def test_crlf_lines_parse_like_lf_lines() -> None:
     lf = parse_quest("quest/q.md", b"# [M] Title\n\n## Required\n\n- [A](a.md)\n")
     crlf = parse_quest("quest/q.md", b"# [M] Title\r\n\r\n## Required\r\n\r\n- [A](a.md)\r\n")
     assert crlf.heading == lf.heading == "[M] Title"
-    assert crlf.links == lf.links == (Link("a.md", 5),)
+    assert links(crlf) == links(lf) == [("a.md", 5)]
+    assert crlf.links[0].resolved == "quest/a.md"
     assert crlf.standalone_title_ok
 
 
@@ -80,7 +81,7 @@ def test_non_utf8_bytes_are_remembered_with_their_line_and_parsing_goes_on() -> 
     quest = parse_quest("quest/q.md", data)
     assert quest.bad_utf8_line == 1
     assert quest.standalone_title_ok
-    assert quest.links == (Link("a.md", 5),)
+    assert links(quest) == [("a.md", 5)]
     assert decode(b"ok\nok\n\x80")[1] == 3
     assert decode(b"ok\n")[1] == 0  # control
 
@@ -104,23 +105,30 @@ def test_required_links_with_their_line_numbers() -> None:
         "## Notes\n"  # 15: the section ends
         "- [E](e.md)\n"
         "## Required\n"  # 17: a second section counts too
-        "1. [F](f.md#part \"t\")\n"  # 18
+        '1. [F](f.md#part "t")\n'  # 18
         "# Another title\n"
         "- [G](g.md)\n"
     )
     quest = parse_quest("quest/p/README.md", text.encode())
-    assert quest.links == (
-        Link("a.md", 6),
-        Link("./sub/b.md", 7),
-        Link("../c.md", 7),
-        Link("d with space.md", 9),
-        Link("f.md#part", 18),
-    )
+    assert links(quest) == [
+        ("a.md", 6),
+        ("./sub/b.md", 7),
+        ("../c.md", 7),
+        ("d with space.md", 9),
+        ("f.md#part", 18),
+    ]
+    assert [link.resolved for link in quest.links] == [
+        "quest/p/a.md",
+        "quest/p/sub/b.md",
+        "quest/c.md",
+        "quest/p/d with space.md",
+        "quest/p/f.md",
+    ]
 
 
 def test_a_heading_inside_fenced_code_does_not_end_the_section() -> None:
     text = "# T\n## Required\n~~~\n## not a heading\n~~~\n- [A](a.md)\n"
-    assert parse_quest("quest/q.md", text.encode()).links == (Link("a.md", 6),)
+    assert links(parse_quest("quest/q.md", text.encode())) == [("a.md", 6)]
 
 
 def test_required_heading_must_be_exact() -> None:
@@ -128,7 +136,7 @@ def test_required_heading_must_be_exact() -> None:
         text = f"# T\n{heading}\n- [A](a.md)\n"
         assert parse_quest("quest/q.md", text.encode()).links == (), heading
     text = "# T\n## Required  \r\n- [A](a.md)\n"  # trailing spaces and CR are fine
-    assert parse_quest("quest/q.md", text.encode()).links == (Link("a.md", 3),)
+    assert links(parse_quest("quest/q.md", text.encode())) == [("a.md", 3)]
 
 
 def test_link_targets_on_one_line() -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from landbot.quest.findings import Finding, sort_findings
-from landbot.quest.rules import PathKind, branch_finding, resolve
+from landbot.quest.links import resolve
+from landbot.quest.rules import PathKind, branch_finding
 
 from .conftest import check_files
 
@@ -19,8 +20,18 @@ NO_TITLE = "quest: {}: quest has no title: its first line must be '# [XS|S|M|L|X
 
 @pytest.mark.parametrize(
     "title",
-    ["# Title", "# [s] Title", "# [XXL] Title", "# [S]Title", "# [S]  Title", "# [S]", "# [S] ",
-     "# [S][M] Title", "#  [S] Title", "# S Title"],
+    [
+        "# Title",
+        "# [s] Title",
+        "# [XXL] Title",
+        "# [S]Title",
+        "# [S]  Title",
+        "# [S]",
+        "# [S] ",
+        "# [S][M] Title",
+        "#  [S] Title",
+        "# S Title",
+    ],
 )
 def test_a_standalone_quest_needs_a_size(title: str) -> None:
     assert check_files({"quest/a.md": title + "\n"}) == [TITLE.format("quest/a.md")]
@@ -143,8 +154,14 @@ def test_a_link_to_something_that_is_not_a_quest() -> None:
     }
     assert check_files(files, others) == [
         f"quest: quest/a.md: required link {t} is not a quest"
-        for t in ("notes.txt", "../docs/plan.md", "sub", "https://example.com/q.md", "#anchor",
-                  "../../x")
+        for t in (
+            "notes.txt",
+            "../docs/plan.md",
+            "sub",
+            "https://example.com/q.md",
+            "#anchor",
+            "../../x",
+        )
     ]
     # Control: without those files, the local ones do not exist.
     assert check_files(files)[:3] == [
@@ -245,13 +262,13 @@ def test_a_quest_branch_must_name_a_quest_on_the_base() -> None:
 
 
 def test_resolve() -> None:
-    assert resolve("quest/m0/a.md", "../b.md").path == "quest/b.md"
-    assert resolve("quest/m0/a.md", "./x/./y/../z.md").path == "quest/m0/x/z.md"
-    assert resolve("quest/a.md", "/docs/d.md").path == "docs/d.md"
-    assert resolve("quest/a.md", "../../up.md").path is None
-    assert resolve("quest/a.md", "mailto:x@y").path is None
-    assert resolve("quest/a.md", "//host/x.md").path is None
-    assert resolve("quest/a.md", r"under\_score.md").path == "quest/under_score.md"
+    assert resolve("quest/m0/a.md", "../b.md") == "quest/b.md"
+    assert resolve("quest/m0/a.md", "./x/./y/../z.md") == "quest/m0/x/z.md"
+    assert resolve("quest/a.md", "/docs/d.md") == "docs/d.md"
+    assert resolve("quest/a.md", "../../up.md") is None
+    assert resolve("quest/a.md", "mailto:x@y") is None
+    assert resolve("quest/a.md", "//host/x.md") is None
+    assert resolve("quest/a.md", r"under\_score.md") == "quest/under_score.md"
 
 
 def test_the_roots_required_links_are_checked() -> None:

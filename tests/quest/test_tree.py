@@ -16,7 +16,13 @@ def test_quest_paths() -> None:
 
 def test_a_readme_is_the_parent_of_its_folder_and_of_direct_subfolder_readmes() -> None:
     tree = QuestTree.build(
-        ["quest/README.md", "quest/a.md", "quest/p/README.md", "quest/p/x.md", "quest/p/q/README.md"]
+        [
+            "quest/README.md",
+            "quest/a.md",
+            "quest/p/README.md",
+            "quest/p/x.md",
+            "quest/p/q/README.md",
+        ]
     )
     assert tree.root == "quest/README.md"
     assert tree.parent["quest/README.md"] is None

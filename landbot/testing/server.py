@@ -1,0 +1,260 @@
+"""The fake GitHub over HTTP: a Starlette app, and uvicorn in a background thread.
+
+    with FakeGitHubServer(gh) as server:
+        server.url            # http://127.0.0.1:<free port>, REST root; GraphQL at /graphql
+        server.requests       # RequestLog: counts per "METHOD /template"
+        server.faults         # Faults: make the next N requests to a route fail
+
+Every request is counted, may meet an injected fault, then is authenticated (401 without a
+valid credential), then answered from the model after `gh.sync()` noticed any git pushes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from landbot.testing.auth import AuthError, authenticate
+from landbot.testing.faults import Fault, Faults, RecordedRequest, RequestLog
+from landbot.testing.graphql_api import operation_name
+from landbot.testing.model import FakeGitHub, FakeGitHubError
+from landbot.testing.payloads import Urls
+from landbot.testing.rest import ROUTES, BadRequest, Call, RouteSpec, error
+
+
+class RateCounter:
+    """x-ratelimit-* headers per credential and resource (informational: never enforced)."""
+
+    LIMIT = 5000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._used: dict[tuple[str, str], int] = {}
+
+    def headers(self, credential: str | None, resource: str) -> dict[str, str]:
+        window = int(time.time()) // 3600
+        key = (f"{credential}:{window}", resource)
+        with self._lock:
+            used = self._used.get(key, 0) + 1
+            self._used[key] = used
+        return {
+            "x-ratelimit-limit": str(self.LIMIT),
+            "x-ratelimit-remaining": str(max(0, self.LIMIT - used)),
+            "x-ratelimit-used": str(used),
+            "x-ratelimit-reset": str((window + 1) * 3600),
+            "x-ratelimit-resource": resource,
+        }
+
+
+def _fault_response(fault: Fault) -> Response:
+    return JSONResponse(fault.body, status_code=fault.status, headers=fault.headers)
+
+
+def create_app(
+    gh: FakeGitHub,
+    *,
+    requests: RequestLog | None = None,
+    faults: Faults | None = None,
+    extra_routes: list[Route] | None = None,
+    blob_url: str | None = None,
+) -> Starlette:
+    requests = requests if requests is not None else RequestLog()
+    faults = faults if faults is not None else Faults()
+    blob_secret = secrets.token_bytes(32)
+    rates = RateCounter()
+
+    def endpoint(spec: RouteSpec) -> Callable[[Request], Awaitable[Response]]:
+        async def handle(request: Request) -> Response:
+            body = await request.body()
+            operation = None
+            if spec.template == "/graphql":
+                try:
+                    operation = operation_name(json.loads(body or b"null"))
+                except ValueError:
+                    operation = None
+            response = _answer(spec, request, body, operation)
+            response.headers.setdefault("x-github-request-id", uuid.uuid4().hex[:20].upper())
+            response.headers.setdefault("x-github-api-version-selected", "2022-11-28")
+            requests.record(
+                RecordedRequest(
+                    method=spec.method,
+                    path=request.url.path,
+                    route=spec.key,
+                    status=response.status_code,
+                    operation=operation,
+                    authorized="authorization" in request.headers,
+                )
+            )
+            return response
+
+        return handle
+
+    def _answer(spec: RouteSpec, request: Request, body: bytes, operation: str | None) -> Response:
+        fault = faults.take(spec.key, operation)
+        if fault is not None and not fault.take_effect:
+            return _fault_response(fault)
+        try:
+            gh.sync()
+            caller = None
+            if spec.auth != "none":
+                caller = authenticate(gh, request.headers, jwt_route=spec.auth == "jwt")
+            call = Call(
+                gh=gh,
+                caller=caller,
+                params={k: str(v) for k, v in request.path_params.items()},
+                query=request.query_params,
+                headers=request.headers,
+                body=body,
+                url=request.url,
+                blob_secret=blob_secret,
+                blob_url=blob_url,
+            )
+            response = spec.handler(call)
+            if spec.auth != "none":
+                credential = request.headers.get("authorization")
+                for key, value in rates.headers(credential, spec.resource).items():
+                    response.headers.setdefault(key, value)
+        except AuthError as exc:
+            response = error(401, exc.message)
+        except FakeGitHubError as exc:
+            response = error(exc.status, exc.message)
+        except BadRequest as exc:
+            response = error(exc.status, exc.message)
+        if fault is not None:
+            # The change happened, yet the caller sees a failure (a 5xx after the fact).
+            return _fault_response(fault)
+        return response
+
+    async def not_found(request: Request) -> Response:
+        requests.record(
+            RecordedRequest(
+                method=request.method,
+                path=request.url.path,
+                route=f"{request.method} {request.url.path}",
+                status=404,
+                authorized="authorization" in request.headers,
+            )
+        )
+        return error(404, "Not Found")
+
+    routes: list[Any] = [
+        Route(spec.starlette_path, endpoint(spec), methods=[spec.method]) for spec in ROUTES
+    ]
+    routes.extend(extra_routes or [])
+    app = Starlette(routes=routes)
+    app.add_exception_handler(404, _wrap_404(not_found))
+    app.add_exception_handler(405, _wrap_404(not_found))
+    app.state.requests = requests
+    app.state.faults = faults
+    app.state.gh = gh
+    return app
+
+
+def _wrap_404(handler: Callable[[Request], Awaitable[Response]]) -> Any:
+    async def on_error(request: Request, exc: Exception) -> Response:
+        return await handler(request)
+
+    return on_error
+
+
+def free_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    return sock
+
+
+class FakeGitHubServer:
+    """Serve `gh` on 127.0.0.1 (a free port unless given) from a background thread."""
+
+    def __init__(
+        self,
+        gh: FakeGitHub,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        control: bool = False,
+        extra_routes: list[Route] | None = None,
+    ) -> None:
+        """`control=True` adds the /_fake/... routes that drive the model over HTTP."""
+        self.gh = gh
+        self.requests = RequestLog()
+        self.faults = Faults()
+        self._sock = free_socket(host, port)
+        self.host, self.port = self._sock.getsockname()[:2]
+        self.url = f"http://{self.host}:{self.port}"
+        # Log downloads redirect to another origin, like GitHub's to its storage host.
+        self._blob_sock = free_socket(host, 0)
+        self.blob_url = f"http://{host}:{self._blob_sock.getsockname()[1]}"
+        routes = list(extra_routes or [])
+        if control:
+            from landbot.testing.control import control_routes
+
+            routes += control_routes(gh, self.requests, self.faults)
+        self.app = create_app(
+            gh,
+            requests=self.requests,
+            faults=self.faults,
+            extra_routes=routes,
+            blob_url=self.blob_url,
+        )
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def settings_env(self, *, token: str | None = None) -> dict[str, str]:
+        """Environment for a landbot process pointed at this server (add auth yourself)."""
+        env = {
+            "LANDBOT_GITHUB__API_URL": self.url,
+            "LANDBOT_GITHUB__GIT_URL": self.gh.git_url,
+        }
+        if self.gh.webhooks.secret:
+            env["LANDBOT_GITHUB__WEBHOOK_SECRET"] = self.gh.webhooks.secret
+        if token is not None:
+            env["LANDBOT_GITHUB__TOKEN"] = token
+        return env
+
+    def start(self) -> FakeGitHubServer:
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off")
+        self._server = uvicorn.Server(config)
+        # Payload URLs (url, html_url of API objects) point at this server from now on.
+        self.gh.urls = Urls(api=self.url, web=self.gh.urls.web)
+        self._thread = threading.Thread(
+            target=lambda: asyncio.run(self._server.serve(sockets=[self._sock, self._blob_sock])),  # type: ignore[union-attr]
+            name=f"fake-github-{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the fake GitHub server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._sock.close()
+        self._blob_sock.close()
+        self.gh.webhooks.close()
+
+    def __enter__(self) -> FakeGitHubServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

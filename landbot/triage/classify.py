@@ -1,0 +1,354 @@
+"""Put a failed job in a class, with the evidence that decided it.
+
+Pure code over the parser's region (the failing step's lines around the first error): no
+I/O. A repository's own rules (``[[triage.rules]]``: a regular expression and a class) are
+tried first; then the built-in signatures in a fixed order, most specific first, because a
+runner that shut down or a job that hit its time limit also shows an exit code and maybe
+failed tests that are only its consequence:
+
+    runner shut down / lost communication  -> infrastructure
+    maximum execution time / step timeout  -> timeout
+    operation cancelled / gate whose needs were cancelled -> cancelled
+    out of memory (Killed + 137) / no space left on device -> infrastructure
+    ``quest:`` findings                    -> policy
+    network error reaching a package registry -> flaky
+    failed tests, a traceback, any other error -> genuine
+
+A log without a failure is ``unknown``. A cancelled job is never the pull request's fault:
+a repository rule that would blame the PR for one is recorded but does not win.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+from landbot.errors import LandbotError
+from landbot.triage.context import TEST_KINDS, Mark
+from landbot.triage.log import Line, ParsedLog
+
+
+class FailureClass(StrEnum):
+    GENUINE = "genuine"
+    FLAKY = "flaky"
+    INFRASTRUCTURE = "infrastructure"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    POLICY = "policy"
+    UNKNOWN = "unknown"
+
+    @property
+    def pr_fault(self) -> bool | None:
+        """Whether the failure is the pull request's own (None: cannot tell)."""
+        return _PR_FAULT[self]
+
+
+_PR_FAULT: dict[FailureClass, bool | None] = {
+    FailureClass.GENUINE: True,
+    FailureClass.POLICY: True,
+    FailureClass.FLAKY: False,
+    FailureClass.INFRASTRUCTURE: False,
+    FailureClass.CANCELLED: False,
+    FailureClass.TIMEOUT: None,  # a hang in the PR's code, or a slow runner
+    FailureClass.UNKNOWN: None,
+}
+
+RULE_CLASSES = tuple(c.value for c in FailureClass if c is not FailureClass.UNKNOWN)
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """Why a class was chosen: the signature's name and the line it matched."""
+
+    signature: str
+    line: int
+    text: str
+
+    def to_dict(self) -> dict[str, int | str]:
+        return {"signature": self.signature, "line": self.line, "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class Classification:
+    class_: FailureClass
+    evidence: tuple[Evidence, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A repository's rule, compiled: `pattern` searched in each line of the failing step."""
+
+    index: int
+    source: str
+    pattern: re.Pattern[str]
+    class_: FailureClass
+
+    @property
+    def signature(self) -> str:
+        return f"rule {self.index}: /{self.source}/"
+
+
+class RuleLike(Protocol):
+    pattern: str
+    class_: str
+
+
+def compile_rules(rules: Iterable[RuleLike | Mapping[str, str] | Rule]) -> tuple[Rule, ...]:
+    """Compile `[[triage.rules]]`, or fail with one line naming the bad rule and the fix."""
+    out: list[Rule] = []
+    for number, rule in enumerate(rules, 1):
+        if isinstance(rule, Rule):
+            out.append(rule)
+            continue
+        if isinstance(rule, Mapping):
+            source, cls = rule.get("pattern"), rule.get("class", rule.get("class_"))
+        else:
+            source, cls = rule.pattern, rule.class_
+        where = f"triage rule {number} (pattern {source!r})"
+        if not isinstance(source, str) or not source:
+            raise LandbotError(f"{where} has no pattern; give it a regular expression")
+        if cls not in RULE_CLASSES:
+            raise LandbotError(f"{where} has class {cls!r}; use one of {', '.join(RULE_CLASSES)}")
+        try:
+            compiled = re.compile(source, re.MULTILINE)
+        except re.error as exc:
+            raise LandbotError(
+                f"{where} is not a valid regular expression ({exc}); fix it in [[triage.rules]]"
+            ) from None
+        out.append(Rule(number, source, compiled, FailureClass(cls)))
+    return tuple(out)
+
+
+# --- built-in signatures ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _View:
+    parsed: ParsedLog
+    marks: Sequence[Mark]
+
+    def first(self, pattern: re.Pattern[str]) -> Line | None:
+        hit = self.parsed.output.search(pattern)
+        return None if hit is None else self.parsed.output.lines[hit[0]]
+
+    def all(self, pattern: re.Pattern[str]) -> list[Line]:
+        lines = self.parsed.output.lines
+        return [lines[idx] for idx, _m in self.parsed.output.finditer(pattern)]
+
+
+Check = Callable[[_View], Line | None]
+
+
+def _regex(pattern: str) -> Check:
+    compiled = re.compile(pattern, re.MULTILINE)
+
+    def check(view: _View) -> Line | None:
+        return view.first(compiled)
+
+    return check
+
+
+_KILLED = re.compile(r"\bKilled\b")
+_OOM = re.compile(
+    r"(?i)\bout of memory\b|\boom[- ]?kill|Killed signal terminated program|"
+    r"Cannot allocate memory"
+)
+
+
+def _out_of_memory(view: _View) -> Line | None:
+    hit = view.first(_OOM)
+    if hit is not None:
+        return hit
+    # The kernel's OOM killer sends SIGKILL: the shell prints `Killed`, exit code 137.
+    if view.parsed.exit_code == 137:
+        return view.first(_KILLED)
+    return None
+
+
+_NETWORK = re.compile(
+    r"ECONNRESET|ETIMEDOUT|ESOCKETTIMEDOUT|EAI_AGAIN|ECONNREFUSED|ENETUNREACH|EHOSTUNREACH|"
+    r"socket hang up|Read timed out|Connection reset by peer|Connection timed out|"
+    r"Connection aborted|Connection broken|RemoteDisconnected|IncompleteRead|"
+    r"Temporary failure in name resolution|Could not resolve host|TLS handshake timeout|"
+    r"i/o timeout|network timeout|\b50[234] (?:Bad Gateway|Service Unavailable|Gateway Time-?out)"
+)
+_REGISTRY = re.compile(
+    r"\bnpm (?:ERR!|error|warn|WARN)|\byarn\b|\bpnpm\b|ERR_PNPM|\bpip\b|pypi\.org|"
+    r"pythonhosted\.org|registry\.npmjs\.org|registry\.yarnpkg\.com|npm\.pkg\.github\.com|"
+    r"crates\.io|proxy\.golang\.org|sum\.golang\.org|repo1?\.maven|maven\.org|gradle\.org|"
+    r"rubygems\.org|archive\.ubuntu\.com|security\.ubuntu\.com|deb\.debian\.org|"
+    r"packages\.microsoft\.com|registry-1\.docker\.io|ghcr\.io|nuget\.org|"
+    r"conda\.anaconda\.org|\bapt-get\b"
+)
+_INSTALL = re.compile(
+    r"\bnpm (?:ci|install|i|update)\b|\byarn(?: install)?[ \t]*$|\byarn install\b|"
+    r"\bpnpm (?:install|i)\b|\bpip3? install\b|-m pip install\b|\buv (?:sync|pip install|add)\b|"
+    r"\bpoetry install\b|\bpipenv install\b|\bapt(?:-get)? (?:update|install)\b|"
+    r"\bbundle install\b|\bgo mod download\b|\bcargo fetch\b|\bdocker pull\b|"
+    r"\bconda install\b|actions/setup-(?:node|python|go|java)\b",
+    re.MULTILINE,
+)
+_REGISTRY_NEAR = 30
+_NETWORK_HITS = 50
+
+
+def _registry_network(view: _View) -> Line | None:
+    """A network error while talking to a package registry: worth a re-run."""
+    lines = view.parsed.output.lines
+    hits = [idx for idx, _m in view.parsed.output.finditer(_NETWORK)][:_NETWORK_HITS]
+    if not hits:
+        return None
+    for idx in hits:
+        if any(
+            _REGISTRY.search(lines[j].text) for j in range(max(0, idx - _REGISTRY_NEAR), idx + 1)
+        ):
+            return lines[idx]
+    # The step itself installs packages; unless tests failed (then the error may be theirs).
+    command = "\n".join((view.parsed.step_title or "", *view.parsed.step_script))
+    tests_failed = any(m.kind in TEST_KINDS for m in view.marks)
+    if _INSTALL.search(command) and not tests_failed:
+        return lines[hits[0]]
+    return None
+
+
+_RESULT_JSON = re.compile(r'"result"\s*:\s*"(?P<result>success|failure|cancelled|skipped)"')
+# re-actors/alls-green: `📝 build → ❌ cancelled [required to succeed]`
+_RESULT_ALLS_GREEN = re.compile(
+    r"→ \S+ (?P<result>success|failure|cancelled|skipped) "
+    r"\[(?P<kind>required to succeed|allowed to fail)\]"
+)
+
+
+def _dependencies_cancelled(view: _View) -> Line | None:
+    """A gate job that failed only because jobs it needs were cancelled.
+
+    The results show in the echoed script (``${{ toJSON(needs) }}`` is interpolated before
+    the runner prints it) or in the gate's output.
+    """
+    parsed = view.parsed
+    sources: list[tuple[Line | None, str]] = [(None, text) for text in parsed.step_script]
+    sources += [(line, line.text) for line in parsed.region]
+    seen = False
+    at: Line | None = None
+    for line, text in sources:
+        for result, required in _results(text):
+            if not required:
+                continue
+            if result == "failure":
+                return None
+            if result == "cancelled":
+                seen = True
+                if at is None and line is not None and not line.header:
+                    at = line
+    if not seen:
+        return None
+    # Only the echoed script showed it: point at the error the gate printed.
+    return at if at is not None else _first_error(view)
+
+
+def _results(text: str) -> Iterable[tuple[str, bool]]:
+    for m in _RESULT_JSON.finditer(text):
+        yield m.group("result"), True
+    for m in _RESULT_ALLS_GREEN.finditer(text):
+        yield m.group("result"), m.group("kind") == "required to succeed"
+
+
+def _from_marks(kinds: frozenset[str]) -> Check:
+    def check(view: _View) -> Line | None:
+        for m in view.marks:
+            if m.kind in kinds:
+                return _line(view, m.line)
+        return None
+
+    return check
+
+
+def _first_error(view: _View) -> Line | None:
+    if view.parsed.first_error is None:
+        return None
+    return _line(view, view.parsed.first_error)
+
+
+def _line(view: _View, number: int) -> Line | None:
+    for line in view.parsed.region:
+        if line.number == number:
+            return line
+    return None
+
+
+# (name, class, check), in order of precedence.
+SIGNATURES: tuple[tuple[str, FailureClass, Check], ...] = (
+    (
+        "runner-shutdown",
+        FailureClass.INFRASTRUCTURE,
+        _regex(r"The runner has received a shutdown signal"),
+    ),
+    (
+        "runner-lost-communication",
+        FailureClass.INFRASTRUCTURE,
+        _regex(r"lost communication with the server"),
+    ),
+    (
+        "max-execution-time",
+        FailureClass.TIMEOUT,
+        _regex(r"has exceeded the maximum execution time of \d+ minutes"),
+    ),
+    (
+        "step-timeout",
+        FailureClass.TIMEOUT,
+        _regex(r"^##\[error\]The action (?:'.*' )?has timed out"),
+    ),
+    (
+        "operation-cancelled",
+        FailureClass.CANCELLED,
+        _regex(r"^##\[error\]The operation was cancell?ed"),
+    ),
+    ("dependencies-cancelled", FailureClass.CANCELLED, _dependencies_cancelled),
+    ("out-of-memory", FailureClass.INFRASTRUCTURE, _out_of_memory),
+    (
+        "no-space-left",
+        FailureClass.INFRASTRUCTURE,
+        _regex(r"(?i)no space left on device|\bENOSPC\b"),
+    ),
+    ("quest-finding", FailureClass.POLICY, _from_marks(frozenset({"quest"}))),
+    ("registry-network", FailureClass.FLAKY, _registry_network),
+    ("pytest-failed", FailureClass.GENUINE, _from_marks(frozenset({"pytest-failed"}))),
+    ("vitest-failed", FailureClass.GENUINE, _from_marks(frozenset({"vitest-failed"}))),
+    ("go-test-failed", FailureClass.GENUINE, _from_marks(frozenset({"go-failed"}))),
+    ("cargo-test-failed", FailureClass.GENUINE, _from_marks(frozenset({"cargo-failed"}))),
+    ("python-traceback", FailureClass.GENUINE, _from_marks(frozenset({"traceback-exception"}))),
+    ("test-failed", FailureClass.GENUINE, _from_marks(frozenset({"test-failed", "jest-failed"}))),
+    ("step-error", FailureClass.GENUINE, _first_error),
+)
+
+
+def classify(
+    parsed: ParsedLog, marks: Sequence[Mark], rules: Sequence[Rule] = ()
+) -> Classification:
+    """The class of the failure the parser found, with its evidence (decisive first)."""
+    if parsed.first_error is None:
+        return Classification(FailureClass.UNKNOWN)
+    view = _View(parsed, marks)
+    builtin = _builtin(view)
+    for rule in rules:
+        hit = view.first(rule.pattern)
+        if hit is None:
+            continue
+        evidence = Evidence(rule.signature, hit.number, hit.text)
+        if builtin.class_ is FailureClass.CANCELLED and rule.class_.pr_fault:
+            # Never blame the PR for a cancelled job, whatever a rule says.
+            return Classification(builtin.class_, (*builtin.evidence, evidence))
+        return Classification(rule.class_, (evidence,))
+    return builtin
+
+
+def _builtin(view: _View) -> Classification:
+    for name, cls, check in SIGNATURES:
+        hit = check(view)
+        if hit is not None:
+            return Classification(cls, (Evidence(name, hit.number, hit.text),))
+    # Unreachable while step-error matches any first error; kept total for safety.
+    return Classification(FailureClass.GENUINE)
