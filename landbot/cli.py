@@ -30,6 +30,8 @@ app.add_typer(triage_app, name="triage")
 app.add_typer(quest_app, name="quest")
 app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(fixer_app, name="fixer")
+app_app = typer.Typer(help="The GitHub App.", no_args_is_help=True)
+app.add_typer(app_app, name="app")
 
 ConfigOpt = Annotated[
     Path | None,
@@ -349,6 +351,22 @@ def fixer_run(
 ) -> None:
     """Run one land-fixer job on a local checkout; prints the verdict JSON."""
     raise NotBuiltError("fixer run", "fixer")
+
+
+@app_app.command("manifest")
+def app_manifest(
+    webhook_url: Annotated[
+        str, typer.Option(help="Where GitHub sends webhooks: https://HOST/webhook.")
+    ] = "https://landbot.example.com/webhook",
+    name: Annotated[str | None, typer.Option(help="The App's name on GitHub.")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Print the GitHub App manifest (events and least permissions) for registering the App."""
+    import json
+
+    from landbot.manifest import render
+
+    typer.echo(json.dumps(render(webhook_url, name), indent=2))
 
 
 def main() -> None:

@@ -266,3 +266,14 @@ def test_an_unreadable_quest_exits_2(repo: Repo) -> None:
     (repo.root / "quest" / "broken.md").unlink()
     (repo.root / "quest" / "folder.md").mkdir()
     assert repo.landbot("quest", "check").returncode == 0
+
+
+def test_a_large_quest_is_read_whole(repo: Repo) -> None:
+    # Bigger than one read: the link at the very end must still be seen, on disk and at base.
+    body = "".join(f"Line {n} of a long plan.\n" for n in range(20_000))
+    text = f"# [XL] Long\n\n{body}\n## Required\n\n- [gone](gone.md)\n"
+    assert len(text) > 4 * 65536
+    repo.commit("plan", {"quest/long.md": text})
+    assert rendered(check_tree(repo.root, base="main")) == [
+        "quest: quest/long.md: (already on the base) required quest gone.md does not exist"
+    ]

@@ -62,11 +62,16 @@ def test_wrong_input_field_is_rejected_before_anything_runs(
 ) -> None:
     pr = gh.open_pull_request(repo, head="feature", files={"app.py": "ANSWER = 42\n"})
     gh.enqueue(pr, actor="maintainer")
-    wrong = "mutation($id: ID!) { dequeuePullRequest(input: {pullRequestId: $id}) { clientMutationId } }"
+    wrong = (
+        "mutation($id: ID!) { dequeuePullRequest(input: {pullRequestId: $id}) "
+        "{ clientMutationId } }"
+    )
     body = graphql(api, wrong, id=pr.node_id)
     assert "data" not in body
     messages = [e["message"] for e in body["errors"]]
-    assert "InputObject 'DequeuePullRequestInput' doesn't accept argument 'pullRequestId'" in messages
+    assert (
+        "InputObject 'DequeuePullRequestInput' doesn't accept argument 'pullRequestId'" in messages
+    )
     assert gh._entry(pr) is not None  # nothing ran
 
     right = "mutation($id: ID!) { dequeuePullRequest(input: {id: $id}) { clientMutationId } }"
@@ -148,12 +153,14 @@ def test_not_found_and_pagination_rules(
     assert unbounded["errors"][0]["type"] == "MISSING_PAGINATION_BOUNDARIES"
     too_many = graphql(
         api,
-        '{ repository(owner: "acme", name: "widgets") { pullRequests(first: 101) { totalCount } } }',
+        '{ repository(owner: "acme", name: "widgets") '
+        "{ pullRequests(first: 101) { totalCount } } }",
     )
     assert too_many["errors"][0]["type"] == "EXCESSIVE_PAGINATION"
     ok = graphql(
         api,
-        '{ repository(owner: "acme", name: "widgets") { pullRequests(first: 100) { totalCount } } }',
+        '{ repository(owner: "acme", name: "widgets") '
+        "{ pullRequests(first: 100) { totalCount } } }",
     )
     assert ok == {"data": {"repository": {"pullRequests": {"totalCount": 0}}}}
 
@@ -175,10 +182,14 @@ def test_queue_removals_sweep_in_one_call(
         pullRequests(states: OPEN, first: 50, orderBy: {field: UPDATED_AT, direction: DESC}) {
           nodes {
             number id headRefOid baseRefName isInMergeQueue
-            timelineItems(itemTypes: [REMOVED_FROM_MERGE_QUEUE_EVENT, ADDED_TO_MERGE_QUEUE_EVENT], last: 5) {
+            timelineItems(
+              itemTypes: [REMOVED_FROM_MERGE_QUEUE_EVENT, ADDED_TO_MERGE_QUEUE_EVENT], last: 5
+            ) {
               nodes {
                 __typename
-                ... on RemovedFromMergeQueueEvent { id createdAt reason beforeCommit { oid } actor { login } }
+                ... on RemovedFromMergeQueueEvent {
+                  id createdAt reason beforeCommit { oid } actor { login }
+                }
                 ... on AddedToMergeQueueEvent { id createdAt actor { login } }
               }
             }
@@ -255,13 +266,18 @@ def test_auto_merge_and_minimize_mutations(
 ) -> None:
     pr = gh.open_pull_request(repo, head="feature", files={"app.py": "ANSWER = 42\n"})
     enable = """mutation($id: ID!, $head: GitObjectID) {
-      enablePullRequestAutoMerge(input: {pullRequestId: $id, expectedHeadOid: $head, mergeMethod: MERGE}) {
+      enablePullRequestAutoMerge(
+        input: {pullRequestId: $id, expectedHeadOid: $head, mergeMethod: MERGE}
+      ) {
         pullRequest { autoMergeRequest { mergeMethod enabledBy { login } } isInMergeQueue }
       }
     }"""
     body = graphql(api, enable, id=pr.node_id, head=pr.head_sha)
     result = body["data"]["enablePullRequestAutoMerge"]["pullRequest"]
-    assert result["autoMergeRequest"] == {"mergeMethod": "MERGE", "enabledBy": {"login": "maintainer"}}
+    assert result["autoMergeRequest"] == {
+        "mergeMethod": "MERGE",
+        "enabledBy": {"login": "maintainer"},
+    }
     assert result["isInMergeQueue"] is True  # its checks had passed: queued at once
 
     comment = gh.add_comment(repo, pr.number, "old status", author="maintainer")
@@ -284,7 +300,10 @@ def test_mutation_needs_write_access(
 
     assert isinstance(server, FakeGitHubServer)
     pr = gh.open_pull_request(repo, head="feature", files={"app.py": "ANSWER = 42\n"})
-    enqueue = "mutation($id: ID!) { enqueuePullRequest(input: {pullRequestId: $id}) { clientMutationId } }"
+    enqueue = (
+        "mutation($id: ID!) { enqueuePullRequest(input: {pullRequestId: $id}) "
+        "{ clientMutationId } }"
+    )
     reader = gh.create_token("passer-by")
     with httpx.Client(base_url=server.url, headers={"Authorization": f"token {reader}"}) as client:
         body = graphql(client, enqueue, id=pr.node_id)
@@ -301,7 +320,9 @@ def test_a_field_the_fake_does_not_serve_fails_loudly(
 ) -> None:
     gh.open_pull_request(repo, head="feature", files={"app.py": "ANSWER = 42\n"})
     body = graphql(
-        api, '{ repository(owner: "acme", name: "widgets") { pullRequest(number: 1) { reviewDecision } } }'
+        api,
+        '{ repository(owner: "acme", name: "widgets") '
+        "{ pullRequest(number: 1) { reviewDecision } } }",
     )
     assert body["errors"][0]["type"] == "NOT_SERVED_BY_FAKE"
     assert "PullRequest.reviewDecision" in body["errors"][0]["message"]
