@@ -4,7 +4,8 @@ Measures throughput (MB/s) and peak resident memory (ru_maxrss of a child proces
 does nothing else) for two shapes of log:
 
 - tail:  set-up, then one verbose test step of ~200 MB that fails at its very end;
-- early: a step that fails after a few lines, then ~200 MB from an `if: always()` step.
+- early: a step that fails after a few lines, then ~200 MB from an `if: always()` step;
+- debug: like tail, with step debug logging on (every other line a `##[debug]` line).
 
 Targets: at least 100 MB/s, under 150 MB resident.
 
@@ -78,6 +79,12 @@ SET_UP = [
 ]
 
 
+def _debug_filler(i: int) -> bytes:
+    if i % 2:
+        return b"##[debug]Evaluating condition for step: 'Run pytest' (%d)" % i
+    return _filler(i)
+
+
 def _filler(i: int) -> bytes:
     # What a verbose test run prints: coloured PASSED lines, now and then a tool's group.
     if i % 5000 == 0:
@@ -126,10 +133,11 @@ def generate(path: Path, size: int, shape: str) -> None:
             emit("shell: /usr/bin/bash -e {0}")
             emit("##[endgroup]")
         i = 0
+        fill = _debug_filler if shape == "debug" else _filler
         while f.tell() < size:
-            emit(_filler(i))
+            emit(fill(i))
             i += 1
-        if shape == "tail":
+        if shape != "early":
             for line in failing:
                 emit(line)
         emit("Post job cleanup.")
@@ -164,9 +172,11 @@ def main() -> None:
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
     size = args.size_mb * 1_000_000
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    )
     print(f"{'shape':8} {'MB':>6} {'parse s':>8} {'MB/s':>7} {'wall s':>7} {'RSS MB':>7}  result")
-    for shape in ("tail", "early"):
+    for shape in ("tail", "early", "debug"):
         log = OUT / f"triage-{shape}-{args.size_mb}mb.log"
         if not log.exists() or abs(log.stat().st_size - size) > 2_000_000:
             generate(log, size, shape)

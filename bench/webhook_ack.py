@@ -60,7 +60,7 @@ def serve(kind: str, port: int, db: str, synchronous: str | None) -> None:
         from landbot.store import Store
         from landbot.web.app import create_app
 
-        settings = Settings(github={"webhook_secret": SECRET.decode()}, repos=[])  # type: ignore[arg-type]
+        settings = Settings(github={"webhook_secret": SECRET.decode()}, repos=[])
         store = Store.open(f"sqlite:///{db}")
         if synchronous:
             # Override the store's SQLite durability setting for every pooled connection.
@@ -229,9 +229,9 @@ def run_one(kind: str, rate: float, duration: float, synchronous: str | None) ->
             wait_up(port, server)
             cpu0 = cpu_seconds(server.pid)
             children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            load_args = ["--port", str(port), "--rate", str(rate), "--duration", str(duration)]
             load = subprocess.run(
-                [*me, "--load", "--port", str(port), "--rate", str(rate)]
-                + ["--duration", str(duration), "--run", f"{kind}-{int(rate)}"],
+                [*me, "--load", *load_args, "--run", f"{kind}-{int(rate)}"],
                 capture_output=True,
                 text=True,
                 timeout=duration + WARMUP_S + 120,
@@ -251,6 +251,7 @@ def run_one(kind: str, rate: float, duration: float, synchronous: str | None) ->
                 server.wait()
         result: dict[str, Any] = json.loads(load.stdout)
         result["server"] = kind
+        result["loadavg"] = os.getloadavg()[0]  # other work on the machine during the run
         # CPU per delivery (warm-up included), in ms: where the two cores went.
         result["server_cpu_ms"] = server_cpu / result["total_sent"] * 1000
         result["load_cpu_ms"] = load_cpu / result["total_sent"] * 1000
@@ -268,15 +269,37 @@ def run_one(kind: str, rate: float, duration: float, synchronous: str | None) ->
 def table(results: list[dict[str, Any]]) -> str:
     lines = [
         "| server | rate/s | sent | 202 | errors | achieved/s | median ms | p90 ms | p99 ms"
-        " | max ms | server CPU ms | client CPU ms |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        " | max ms | server CPU ms | client CPU ms | load avg |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         lines.append(
             f"| {r['server']} | {r['rate']:.0f} | {r['sent']} | {r['statuses'].get('202', 0)} "
             f"| {r['errors']} | {r['throughput']:.1f} | {r['median_ms']:.2f} | {r['p90_ms']:.2f} "
             f"| {r['p99_ms']:.2f} | {r['max_ms']:.2f} | {r['server_cpu_ms']:.2f}"
-            f" | {r['load_cpu_ms']:.2f} |"
+            f" | {r['load_cpu_ms']:.2f} | {r['loadavg']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def summary(results: list[dict[str, Any]]) -> str:
+    """Per server and rate, the median over repeats of each figure, and landbot's p99 as a
+    multiple of the baseline's."""
+    groups: dict[tuple[str, float], list[dict[str, Any]]] = {}
+    for r in results:
+        groups.setdefault((r["server"], r["rate"]), []).append(r)
+    lines = [
+        "| server | rate/s | runs | achieved/s | median ms | p99 ms | p99 vs baseline |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for (server, rate), rs in groups.items():
+        p99 = statistics.median(r["p99_ms"] for r in rs)
+        base = groups.get(("baseline", rate))
+        ratio = p99 / statistics.median(r["p99_ms"] for r in base) if base else float("nan")
+        lines.append(
+            f"| {server} | {rate:.0f} | {len(rs)} "
+            f"| {statistics.median(r['throughput'] for r in rs):.1f} "
+            f"| {statistics.median(r['median_ms'] for r in rs):.2f} | {p99:.2f} | {ratio:.1f}x |"
         )
     return "\n".join(lines)
 
@@ -291,6 +314,7 @@ def main() -> None:
         choices=["full", "normal"],
         help="override SQLite's synchronous pragma in the landbot server (default: the store's)",
     )
+    ap.add_argument("--repeat", type=int, default=1, help="runs per rate and server (max 5)")
     ap.add_argument("--json", action="store_true", help="print the raw results as JSON too")
     # internal: the child processes
     ap.add_argument("--serve", choices=["landbot", "baseline"], help=argparse.SUPPRESS)
@@ -309,25 +333,36 @@ def main() -> None:
         return
 
     duration = min(args.duration, 60.0)
+    args.repeat = max(1, min(args.repeat, 5))
     rates = [float(r) for r in args.rates.split(",")]
     if any(not 0 < r <= 2000 for r in rates):
         raise SystemExit("rates must be between 1 and 2000 a second")
     kinds = ["landbot", "baseline"] if args.server == "both" else [args.server]
     results = []
+    # Repeats interleave landbot and the baseline so both see the same background load.
     for rate in rates:
-        for kind in kinds:
-            r = run_one(kind, rate, duration, args.synchronous)
-            print(
-                f"{kind:8} {rate:5.0f}/s: median {r['median_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms,"
-                f" {r['throughput']:.1f}/s achieved, {r['errors']} errors",
-                file=sys.stderr,
-            )
-            results.append(r)
+        for rep in range(args.repeat):
+            for kind in kinds:
+                r = run_one(kind, rate, duration, args.synchronous)
+                r["repeat"] = rep + 1
+                print(
+                    f"{kind:8} {rate:5.0f}/s #{rep + 1}: median {r['median_ms']:.2f} ms,"
+                    f" p99 {r['p99_ms']:.2f} ms, {r['throughput']:.1f}/s achieved,"
+                    f" {r['errors']} errors, load avg {r['loadavg']:.1f}",
+                    file=sys.stderr,
+                )
+                results.append(r)
+    py = platform.python_version()
+    print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {py}")
+    sync = args.synchronous or "the store's default"
     print(
-        f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+        f"{duration:.0f} s per run after {WARMUP_S:.0f} s of warm-up; payload {PAYLOAD.name};"
+        f" SQLite synchronous: {sync}"
     )
-    print(f"{duration:.0f} s per run after {WARMUP_S:.0f} s of warm-up; payload {PAYLOAD.name}")
     print(table(results))
+    if args.repeat > 1:
+        print()
+        print(summary(results))
     if args.json:
         print(json.dumps(results, indent=2))
 

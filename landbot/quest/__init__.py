@@ -6,12 +6,14 @@ The Python API for later stages (stdlib only, so it is cheap to import):
   then line; `failing(findings)` are those that make the check fail (not already on base).
 - `merge_driver(base, ours, theirs, path=None) -> int`: git's merge-driver contract on files.
 - `merge_quest(base, ours, theirs) -> MergeResult`: the same merge on bytes.
-- `install_merge_driver(root) -> list[str]`: enable the driver in a repository.
+- `install_merge_driver(root, command=DRIVER_COMMAND) -> list[str]`: enable the driver in a
+  repository (`self_command()` is the same driver through this interpreter, for a host where
+  `landbot` is not on PATH).
 """
 
 from landbot.quest.check import check_tree
 from landbot.quest.findings import Finding, failing
-from landbot.quest.install import DRIVER_COMMAND, install_merge_driver
+from landbot.quest.install import DRIVER_COMMAND, install_merge_driver, self_command
 from landbot.quest.merge import MergeResult, merge_driver, merge_quest
 from landbot.quest.source import current_branch, repo_root
 
@@ -26,4 +28,5 @@ __all__ = [
     "merge_driver",
     "merge_quest",
     "repo_root",
+    "self_command",
 ]

@@ -54,7 +54,7 @@ def check_tree(
     if base is None:
         return findings
     base_tree = Revision(root, base)
-    marked = findings
+    marked = list(findings)
     if findings:  # a clean change needs no base findings: skip reading and checking the base
         known = {(f.path, f.message) for f in check_snapshot(base_tree, cache)}
         marked = [replace(f, on_base=True) if (f.path, f.message) in known else f for f in findings]

@@ -5,6 +5,8 @@ Idempotent: running it again changes nothing and says so.
 
 from __future__ import annotations
 
+import shlex
+import sys
 from pathlib import Path
 
 from landbot.errors import LandbotError
@@ -13,6 +15,12 @@ from landbot.quest.source import git, repo_root
 ATTRIBUTES_LINE = "quest/**/*.md merge=quest"
 DRIVER_COMMAND = "landbot quest merge-driver %O %A %B %P"
 DRIVER_NAME = "landbot quest merge driver (## Required merged as a set)"
+
+
+def self_command() -> str:
+    """The driver command for this very interpreter, for a host (landbot's own merges) where
+    `landbot` may not be on PATH."""
+    return f"{shlex.quote(sys.executable)} -m landbot quest merge-driver %O %A %B %P"
 
 
 def _set_config(root: Path, key: str, value: str) -> bool:

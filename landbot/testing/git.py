@@ -144,11 +144,11 @@ def _tree_from_files(git_dir: Path, parent: str | None, files: Mapping[str, File
         )
         blobs = dict(zip(written, shas, strict=True))
         lines: list[str] = []
-        for path, content in sorted(files.items()):
-            if content is None:
-                lines.append(f"0 {'0' * 40}\t{path}")
-            else:
+        for path in sorted(files):
+            if path in blobs:
                 lines.append(f"100644 {blobs[path]}\t{path}")
+            else:
+                lines.append(f"0 {'0' * 40}\t{path}")
         if lines:
             git(
                 git_dir,

@@ -222,19 +222,38 @@ class FakeGitHub:
         *,
         files: Mapping[str, git.FileContent] | None = None,
         source_dir: Path | None = None,
+        import_git: Path | None = None,
         default_branch: str = "main",
         private: bool = False,
         merge_queue: bool = True,
         message: str = "Initial commit",
         author: str | None = None,
     ) -> Repository:
-        """A repository backed by a real bare git repo; the first commit holds the files."""
+        """A repository backed by a real bare git repo.
+
+        Its content is the branches and history of an existing git repository
+        (`import_git`), or one first commit of `source_dir`'s files plus `files`.
+        """
         owner, _, name = full_name.partition("/")
         if not owner or not name or "/" in name:
             raise ValueError(f"{full_name!r} is not OWNER/NAME")
         if full_name.lower() in self.repos:
             raise ValueError(f"repository {full_name} already exists")
         repo = self._new_repo(owner, name, default_branch=default_branch, private=private)
+        if merge_queue:
+            repo.queue_branches.add(default_branch)
+        if import_git is not None:
+            git.git(
+                repo.require_git(),
+                "fetch",
+                "--quiet",
+                str(import_git),
+                "+refs/heads/*:refs/heads/*",
+            )
+            repo.known_refs = git.read_branch_refs(repo.require_git())
+            if f"refs/heads/{default_branch}" not in repo.known_refs:
+                raise ValueError(f"{import_git} has no branch {default_branch}")
+            return repo
         content: dict[str, git.FileContent] = {}
         if source_dir is not None:
             content.update(git.files_from_directory(source_dir))
@@ -250,8 +269,6 @@ class FakeGitHub:
             when=self._git_date(),
         )
         self._write_branch(repo, default_branch, sha)
-        if merge_queue:
-            repo.queue_branches.add(default_branch)
         return repo
 
     def _new_repo(self, owner: str, name: str, *, default_branch: str, private: bool) -> Repository:

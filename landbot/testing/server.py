@@ -63,14 +63,22 @@ def _fault_response(fault: Fault) -> Response:
     return JSONResponse(fault.body, status_code=fault.status, headers=fault.headers)
 
 
+class ModelRef:
+    """The model a server answers from; `FakeGitHubServer.use` swaps it between tests."""
+
+    def __init__(self, gh: FakeGitHub) -> None:
+        self.gh = gh
+
+
 def create_app(
-    gh: FakeGitHub,
+    gh: FakeGitHub | ModelRef,
     *,
     requests: RequestLog | None = None,
     faults: Faults | None = None,
     extra_routes: list[Route] | None = None,
     blob_url: str | None = None,
 ) -> Starlette:
+    ref = gh if isinstance(gh, ModelRef) else ModelRef(gh)
     requests = requests if requests is not None else RequestLog()
     faults = faults if faults is not None else Faults()
     blob_secret = secrets.token_bytes(32)
@@ -87,7 +95,8 @@ def create_app(
                     operation = None
             response = _answer(spec, request, body, operation)
             response.headers.setdefault("x-github-request-id", uuid.uuid4().hex[:20].upper())
-            response.headers.setdefault("x-github-api-version-selected", "2022-11-28")
+            version = request.headers.get("x-github-api-version", "2022-11-28")
+            response.headers.setdefault("x-github-api-version-selected", version)
             requests.record(
                 RecordedRequest(
                     method=spec.method,
@@ -106,6 +115,7 @@ def create_app(
         fault = faults.take(spec.key, operation)
         if fault is not None and not fault.take_effect:
             return _fault_response(fault)
+        gh = ref.gh
         try:
             gh.sync()
             caller = None
@@ -159,7 +169,7 @@ def create_app(
     app.add_exception_handler(405, _wrap_404(not_found))
     app.state.requests = requests
     app.state.faults = faults
-    app.state.gh = gh
+    app.state.model = ref
     return app
 
 
@@ -177,6 +187,52 @@ def free_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     return sock
 
 
+class BackgroundServer:
+    """Any ASGI app served by uvicorn from a daemon thread on already-bound sockets."""
+
+    def __init__(self, app: Any, sockets: list[socket.socket]) -> None:
+        self.app = app
+        self.sockets = sockets
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self.sockets[0].getsockname()[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> BackgroundServer:
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off")
+        server = uvicorn.Server(config)
+        self._server = server
+        self._thread = threading.Thread(
+            target=lambda: asyncio.run(server.serve(sockets=self.sockets)),
+            name=f"uvicorn-{self.url}",
+            daemon=True,
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the server at {self.url} did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        for sock in self.sockets:
+            sock.close()
+
+    def __enter__(self) -> BackgroundServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
 class FakeGitHubServer:
     """Serve `gh` on 127.0.0.1 (a free port unless given) from a background thread."""
 
@@ -190,7 +246,7 @@ class FakeGitHubServer:
         extra_routes: list[Route] | None = None,
     ) -> None:
         """`control=True` adds the /_fake/... routes that drive the model over HTTP."""
-        self.gh = gh
+        self._ref = ModelRef(gh)
         self.requests = RequestLog()
         self.faults = Faults()
         self._sock = free_socket(host, port)
@@ -205,14 +261,28 @@ class FakeGitHubServer:
 
             routes += control_routes(gh, self.requests, self.faults)
         self.app = create_app(
-            gh,
+            self._ref,
             requests=self.requests,
             faults=self.faults,
             extra_routes=routes,
             blob_url=self.blob_url,
         )
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._background = BackgroundServer(self.app, [self._sock, self._blob_sock])
+
+    @property
+    def gh(self) -> FakeGitHub:
+        return self._ref.gh
+
+    def use(self, gh: FakeGitHub) -> FakeGitHub:
+        """Answer from another model from now on, with counts and faults cleared.
+
+        Lets a test suite start one server and give each test a fresh model.
+        """
+        self._ref.gh = gh
+        self.requests.reset()
+        self.faults.clear()
+        gh.urls = Urls(api=self.url, web=gh.urls.web)
+        return gh
 
     def settings_env(self, *, token: str | None = None) -> dict[str, str]:
         """Environment for a landbot process pointed at this server (add auth yourself)."""
@@ -227,30 +297,13 @@ class FakeGitHubServer:
         return env
 
     def start(self) -> FakeGitHubServer:
-        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off")
-        self._server = uvicorn.Server(config)
         # Payload URLs (url, html_url of API objects) point at this server from now on.
         self.gh.urls = Urls(api=self.url, web=self.gh.urls.web)
-        self._thread = threading.Thread(
-            target=lambda: asyncio.run(self._server.serve(sockets=[self._sock, self._blob_sock])),  # type: ignore[union-attr]
-            name=f"fake-github-{self.port}",
-            daemon=True,
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the fake GitHub server did not start")
-            time.sleep(0.01)
+        self._background.start()
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._sock.close()
-        self._blob_sock.close()
+        self._background.stop()
         self.gh.webhooks.close()
 
     def __enter__(self) -> FakeGitHubServer:

@@ -130,51 +130,85 @@ class _View:
     parsed: ParsedLog
     marks: Sequence[Mark]
 
-    def first(self, pattern: re.Pattern[str]) -> Line | None:
-        hit = self.parsed.output.search(pattern)
-        return None if hit is None else self.parsed.output.lines[hit[0]]
-
-    def all(self, pattern: re.Pattern[str]) -> list[Line]:
+    def grep(
+        self, pattern: re.Pattern[str], hints: Sequence[str], *, ignore_case: bool = False
+    ) -> list[Line]:
+        """Output lines matching `pattern` among those holding one of `hints`."""
         lines = self.parsed.output.lines
-        return [lines[idx] for idx, _m in self.parsed.output.finditer(pattern)]
+        found = self.parsed.output.grep(pattern, hints, ignore_case=ignore_case)
+        return [lines[idx] for idx, _m in found]
+
+    def first(
+        self, pattern: re.Pattern[str], hints: Sequence[str], *, ignore_case: bool = False
+    ) -> Line | None:
+        found = self.grep(pattern, hints, ignore_case=ignore_case)
+        return found[0] if found else None
 
 
 Check = Callable[[_View], Line | None]
 
 
-def _regex(pattern: str) -> Check:
-    compiled = re.compile(pattern, re.MULTILINE)
+def _regex(pattern: str, *hints: str, ignore_case: bool = False) -> Check:
+    compiled = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    lowered = tuple(h.lower() for h in hints) if ignore_case else hints
 
     def check(view: _View) -> Line | None:
-        return view.first(compiled)
+        return view.first(compiled, lowered, ignore_case=ignore_case)
 
     return check
 
 
 _KILLED = re.compile(r"\bKilled\b")
+_OOM_WORDS = (
+    "out of memory",
+    "oom-kill",
+    "oomkill",
+    "oom kill",
+    "killed signal terminated program",
+    "cannot allocate memory",
+)
 _OOM = re.compile(
-    r"(?i)\bout of memory\b|\boom[- ]?kill|Killed signal terminated program|"
-    r"Cannot allocate memory"
+    r"\bout of memory\b|\boom[- ]?kill|Killed signal terminated program|Cannot allocate memory",
+    re.IGNORECASE,
 )
 
 
 def _out_of_memory(view: _View) -> Line | None:
-    hit = view.first(_OOM)
+    hit = view.first(_OOM, _OOM_WORDS, ignore_case=True)
     if hit is not None:
         return hit
     # The kernel's OOM killer sends SIGKILL: the shell prints `Killed`, exit code 137.
     if view.parsed.exit_code == 137:
-        return view.first(_KILLED)
+        return view.first(_KILLED, ["Killed"])
     return None
 
 
-_NETWORK = re.compile(
-    r"ECONNRESET|ETIMEDOUT|ESOCKETTIMEDOUT|EAI_AGAIN|ECONNREFUSED|ENETUNREACH|EHOSTUNREACH|"
-    r"socket hang up|Read timed out|Connection reset by peer|Connection timed out|"
-    r"Connection aborted|Connection broken|RemoteDisconnected|IncompleteRead|"
-    r"Temporary failure in name resolution|Could not resolve host|TLS handshake timeout|"
-    r"i/o timeout|network timeout|\b50[234] (?:Bad Gateway|Service Unavailable|Gateway Time-?out)"
+_NETWORK_WORDS = (
+    "ECONNRESET",
+    "ETIMEDOUT",
+    "ESOCKETTIMEDOUT",
+    "EAI_AGAIN",
+    "ECONNREFUSED",
+    "ENETUNREACH",
+    "EHOSTUNREACH",
+    "socket hang up",
+    "Read timed out",
+    "Connection reset by peer",
+    "Connection timed out",
+    "Connection aborted",
+    "Connection broken",
+    "RemoteDisconnected",
+    "IncompleteRead",
+    "Temporary failure in name resolution",
+    "Could not resolve host",
+    "TLS handshake timeout",
+    "i/o timeout",
+    "network timeout",
+    "502 Bad Gateway",
+    "503 Service Unavailable",
+    "504 Gateway Time",
 )
+_NETWORK = re.compile("|".join(re.escape(w) for w in _NETWORK_WORDS))
 _REGISTRY = re.compile(
     r"\bnpm (?:ERR!|error|warn|WARN)|\byarn\b|\bpnpm\b|ERR_PNPM|\bpip\b|pypi\.org|"
     r"pythonhosted\.org|registry\.npmjs\.org|registry\.yarnpkg\.com|npm\.pkg\.github\.com|"
@@ -198,7 +232,8 @@ _NETWORK_HITS = 50
 def _registry_network(view: _View) -> Line | None:
     """A network error while talking to a package registry: worth a re-run."""
     lines = view.parsed.output.lines
-    hits = [idx for idx, _m in view.parsed.output.finditer(_NETWORK)][:_NETWORK_HITS]
+    found = view.parsed.output.grep(_NETWORK, _NETWORK_WORDS)
+    hits = [idx for idx, _m in found][:_NETWORK_HITS]
     if not hits:
         return None
     for idx in hits:
@@ -214,6 +249,7 @@ def _registry_network(view: _View) -> Line | None:
     return None
 
 
+_ANY_RESULT = re.compile(r'"result"|→ ')
 _RESULT_JSON = re.compile(r'"result"\s*:\s*"(?P<result>success|failure|cancelled|skipped)"')
 # re-actors/alls-green: `📝 build → ❌ cancelled [required to succeed]`
 _RESULT_ALLS_GREEN = re.compile(
@@ -230,7 +266,8 @@ def _dependencies_cancelled(view: _View) -> Line | None:
     """
     parsed = view.parsed
     sources: list[tuple[Line | None, str]] = [(None, text) for text in parsed.step_script]
-    sources += [(line, line.text) for line in parsed.region]
+    sources += [(line, line.text) for line in parsed.region if line.header]
+    sources += [(line, line.text) for line in view.grep(_ANY_RESULT, ('"result"', "→ "))]
     seen = False
     at: Line | None = None
     for line, text in sources:
@@ -284,34 +321,39 @@ SIGNATURES: tuple[tuple[str, FailureClass, Check], ...] = (
     (
         "runner-shutdown",
         FailureClass.INFRASTRUCTURE,
-        _regex(r"The runner has received a shutdown signal"),
+        _regex(r"The runner has received a shutdown signal", "shutdown signal"),
     ),
     (
         "runner-lost-communication",
         FailureClass.INFRASTRUCTURE,
-        _regex(r"lost communication with the server"),
+        _regex(r"lost communication with the server", "lost communication"),
     ),
     (
         "max-execution-time",
         FailureClass.TIMEOUT,
-        _regex(r"has exceeded the maximum execution time of \d+ minutes"),
+        _regex(r"has exceeded the maximum execution time of \d+ minutes", "maximum execution time"),
     ),
     (
         "step-timeout",
         FailureClass.TIMEOUT,
-        _regex(r"^##\[error\]The action (?:'.*' )?has timed out"),
+        _regex(r"^##\[error\]The action (?:'.*' )?has timed out", "\n##[error]The action"),
     ),
     (
         "operation-cancelled",
         FailureClass.CANCELLED,
-        _regex(r"^##\[error\]The operation was cancell?ed"),
+        _regex(r"^##\[error\]The operation was cancell?ed", "\n##[error]The operation was"),
     ),
     ("dependencies-cancelled", FailureClass.CANCELLED, _dependencies_cancelled),
     ("out-of-memory", FailureClass.INFRASTRUCTURE, _out_of_memory),
     (
         "no-space-left",
         FailureClass.INFRASTRUCTURE,
-        _regex(r"(?i)no space left on device|\bENOSPC\b"),
+        _regex(
+            r"no space left on device|\bENOSPC\b",
+            "no space left on device",
+            "ENOSPC",
+            ignore_case=True,
+        ),
     ),
     ("quest-finding", FailureClass.POLICY, _from_marks(frozenset({"quest"}))),
     ("registry-network", FailureClass.FLAKY, _registry_network),
@@ -320,7 +362,11 @@ SIGNATURES: tuple[tuple[str, FailureClass, Check], ...] = (
     ("go-test-failed", FailureClass.GENUINE, _from_marks(frozenset({"go-failed"}))),
     ("cargo-test-failed", FailureClass.GENUINE, _from_marks(frozenset({"cargo-failed"}))),
     ("python-traceback", FailureClass.GENUINE, _from_marks(frozenset({"traceback-exception"}))),
-    ("test-failed", FailureClass.GENUINE, _from_marks(frozenset({"test-failed", "jest-failed"}))),
+    (
+        "test-failed",
+        FailureClass.GENUINE,
+        _from_marks(frozenset({"test-failed", "jest-failed"})),
+    ),
     ("step-error", FailureClass.GENUINE, _first_error),
 )
 
@@ -334,9 +380,10 @@ def classify(
     view = _View(parsed, marks)
     builtin = _builtin(view)
     for rule in rules:
-        hit = view.first(rule.pattern)
-        if hit is None:
+        found = parsed.output.search(rule.pattern)
+        if found is None:
             continue
+        hit = parsed.output.lines[found[0]]
         evidence = Evidence(rule.signature, hit.number, hit.text)
         if builtin.class_ is FailureClass.CANCELLED and rule.class_.pr_fault:
             # Never blame the PR for a cancelled job, whatever a rule says.

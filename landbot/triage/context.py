@@ -47,63 +47,87 @@ class ExcerptLine:
         return {"line": self.line, "text": self.text}
 
 
-_RECOGNIZERS: tuple[tuple[str, int, re.Pattern[str]], ...] = (
-    ("error", NAMES, re.compile(r"(?m)^##\[error\].*$")),
+# (kind, priority, hints, pattern): the pattern runs on each line holding a hint.
+_RECOGNIZERS: tuple[tuple[str, int, tuple[str, ...], re.Pattern[str]], ...] = (
+    ("error", NAMES, ("\n##[error]",), re.compile(r"^##\[error\]")),
     # quest check: `quest: <path>: <message>`; "(already on the base)" is not the change's.
     (
         "quest",
         NAMES,
-        re.compile(r"(?m)^quest: (?P<path>[^:\n]+): (?!\(already on the base\))(?P<msg>.+)$"),
+        ("\nquest: ",),
+        re.compile(r"^quest: (?P<path>[^:]+): (?!\(already on the base\))(?P<msg>.+)$"),
     ),
-    ("quest-base", SURROUNDS, re.compile(r"(?m)^quest: [^:\n]+: \(already on the base\).*$")),
+    (
+        "quest-base",
+        SURROUNDS,
+        ("(already on the base)",),
+        re.compile(r"^quest: [^:]+: \(already on the base\)"),
+    ),
     # pytest's short summary: `FAILED tests/test_x.py::test_y - AssertionError: …`
     (
         "pytest-failed",
         NAMES,
-        re.compile(r"(?m)^(?:FAILED|ERROR) (?P<id>[^\s:]\S*(?:::|\.py)\S*)(?: - (?P<msg>.*))?$"),
+        ("\nFAILED ", "\nERROR "),
+        re.compile(r"^(?:FAILED|ERROR) (?P<id>[^\s:]\S*(?:::|\.py)\S*)(?: - (?P<msg>.*))?$"),
     ),
-    ("pytest-verbose", EXPLAINS, re.compile(r"(?m)^\S+::\S+ (?:FAILED|ERROR)\b.*$")),
-    ("pytest-detail", EXPLAINS, re.compile(r"(?m)^E {1,}\S.*$")),
-    ("pytest-location", EXPLAINS, re.compile(r"(?m)^[\w./-]+\.py:\d+: \w+$")),
-    ("pytest-test", SURROUNDS, re.compile(r"(?m)^_{3,} \S.* _{3,}$")),
+    (
+        "pytest-verbose",
+        EXPLAINS,
+        (" FAILED", " ERROR"),
+        re.compile(r"^\S+::\S+ (?:FAILED|ERROR)\b"),
+    ),
+    ("pytest-detail", EXPLAINS, ("\nE ",), re.compile(r"^E +\S")),
+    (
+        "pytest-location",
+        EXPLAINS,
+        tuple(f".py:{d}" for d in range(1, 10)),
+        re.compile(r"^[\w./-]+\.py:\d+: \w+$"),
+    ),
+    ("pytest-test", SURROUNDS, ("\n___",), re.compile(r"^_{3,} \S.* _{3,}$")),
     (
         "pytest-summary",
         SURROUNDS,
-        re.compile(r"(?m)^=+ (?:.*\b\d+ (?:failed|errors?)\b.*|short test summary info) =+$"),
+        ("\n==",),
+        re.compile(r"^=+ (?:.*\b\d+ (?:failed|errors?)\b.*|short test summary info) =+$"),
     ),
     # vitest (` FAIL  src/x.test.ts > suite > test`) and jest (`FAIL src/x.test.js`).
     (
         "vitest-failed",
         NAMES,
+        ("FAIL ",),
         re.compile(
-            r"(?m)^[ \t]*FAIL[ \t]+(?:\|[^|\n]+\|[ \t]+)?"
-            r"(?P<file>\S+\.(?:[cm]?[jt]sx?|vue|svelte|astro))"
-            r"(?P<rest>.*)$"
+            r"^[ \t]*FAIL[ \t]+(?:\|[^|]+\|[ \t]+)?"
+            r"(?P<file>\S+\.(?:[cm]?[jt]sx?|vue|svelte|astro))(?P<rest>.*)$"
         ),
     ),
-    ("test-failed", EXPLAINS, re.compile(r"(?m)^[ \t]*(?:×|✗|✕)[ \t]+\S.*$")),
-    ("test-reason", EXPLAINS, re.compile(r"(?m)^[ \t]*→[ \t]+\S.*$")),
-    ("jest-failed", EXPLAINS, re.compile(r"(?m)^[ \t]*● (?!Console\b)\S.*$")),
+    ("test-failed", EXPLAINS, ("×", "✗", "✕"), re.compile(r"^[ \t]*[×✗✕][ \t]+\S")),
+    ("test-reason", EXPLAINS, ("→",), re.compile(r"^[ \t]*→[ \t]+\S")),
+    ("jest-failed", EXPLAINS, ("● ",), re.compile(r"^[ \t]*● (?!Console\b)\S")),
     (
         "js-error",
         EXPLAINS,
-        re.compile(r"(?m)^[ \t]*(?:\w+Error(?: \[\w+\])?|Error): \S.*$"),
+        (
+            "Error: ",
+            "Error [",
+        ),
+        re.compile(r"^[ \t]*(?:\w+Error(?: \[\w+\])?|Error): \S"),
     ),
-    ("test-location", SURROUNDS, re.compile(r"(?m)^[ \t]*❯ \S+:\d+:\d+$")),
+    ("test-location", SURROUNDS, ("❯ ",), re.compile(r"^[ \t]*❯ \S+:\d+:\d+$")),
     (
         "test-summary",
         SURROUNDS,
-        re.compile(r"(?m)^[ \t]*(?:Test Files|Tests:?|Test Suites:)[ \t]+\d+ failed\b.*$"),
+        (" failed",),
+        re.compile(r"^[ \t]*(?:Test Files|Tests:?|Test Suites:)[ \t]+\d+ failed\b"),
     ),
     # go test and cargo test.
-    ("go-failed", NAMES, re.compile(r"(?m)^[ \t]*--- FAIL: (?P<name>\S+).*$")),
-    ("go-summary", SURROUNDS, re.compile(r"(?m)^FAIL[ \t]+\S+[ \t]+[\d.]+s$")),
-    ("cargo-failed", NAMES, re.compile(r"(?m)^test (?P<name>\S+) \.\.\. FAILED$")),
-    ("cargo-panic", EXPLAINS, re.compile(r"(?m)^thread '.*' panicked at .*$")),
-    ("cargo-summary", SURROUNDS, re.compile(r"(?m)^test result: FAILED\..*$")),
+    ("go-failed", NAMES, ("--- FAIL: ",), re.compile(r"^[ \t]*--- FAIL: (?P<name>\S+)")),
+    ("go-summary", SURROUNDS, ("\nFAIL",), re.compile(r"^FAIL[ \t]+\S+[ \t]+[\d.]+s$")),
+    ("cargo-failed", NAMES, (" ... FAILED",), re.compile(r"^test (?P<name>\S+) \.\.\. FAILED$")),
+    ("cargo-panic", EXPLAINS, ("panicked at",), re.compile(r"^thread '.*' panicked at ")),
+    ("cargo-summary", SURROUNDS, ("\ntest result: FAILED",), re.compile(r"^test result: FAILED\.")),
 )
 
-_TRACEBACK = re.compile(r"(?m)^Traceback \(most recent call last\):$")
+_TRACEBACK = re.compile(r"^Traceback \(most recent call last\):$")
 _TRACEBACKS_MAX = 5
 _TRACEBACK_LINES_MAX = 400
 
@@ -122,8 +146,8 @@ def find_marks(parsed: ParsedLog) -> tuple[Mark, ...]:
     # Tracebacks first: their exception line would otherwise be a plain "js-error".
     for idx, kind, priority in _tracebacks(index):
         put(idx, kind, priority)
-    for kind, priority, pattern in _RECOGNIZERS:
-        for idx, _m in index.finditer(pattern):
+    for kind, priority, hints, pattern in _RECOGNIZERS:
+        for idx, _m in index.grep(pattern, hints):
             put(idx, kind, priority)
     for idx, priority in _above_errors(
         index,
@@ -136,7 +160,7 @@ def find_marks(parsed: ParsedLog) -> tuple[Mark, ...]:
 def _tracebacks(index: TextIndex) -> Iterable[tuple[int, str, int]]:
     """Marks for Python tracebacks: the header, the last frame, the exception line."""
     lines = index.lines
-    for count, (start, _m) in enumerate(index.finditer(_TRACEBACK)):
+    for count, (start, _m) in enumerate(index.grep(_TRACEBACK, ["\nTraceback (most"])):
         if count >= _TRACEBACKS_MAX:
             return
         yield start, "traceback", SURROUNDS
@@ -158,7 +182,7 @@ def _above_errors(index: TextIndex, *, has_tool_marks: bool) -> Iterable[tuple[i
     """Plain output just above each of the first errors: "the explanation is above it"."""
     lines = index.lines
     want = 3 if has_tool_marks else 8
-    errors = [i for i, line in enumerate(lines) if line.is_error][:3]
+    errors = index.candidates(["\n##[error]"])[:3]
     for n, err in enumerate(errors):
         taken = 0
         idx = err - 1

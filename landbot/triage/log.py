@@ -44,12 +44,13 @@ _TIMESTAMP = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
-_MARKER = b"##["
+_MARKERS = re.compile(rb"##\[(?:group|endgroup|error)\]")
 _GROUP = b"##[group]"
 _RUN = b"##[group]Run "
 _ENDGROUP = b"##[endgroup]"
 _ERROR = b"##[error]"
 _POST = b"Post job cleanup."
+_ANCHORED = frozenset({_GROUP, _ENDGROUP, _ERROR, _POST})
 # The runner's own failure messages; they may come without an ``##[error]`` prefix.
 _RUNNER_MESSAGES = (b"received a shutdown signal", b"lost communication with the server")
 
@@ -113,40 +114,77 @@ class ParsedLog:
     def exit_code(self) -> int | None:
         """The failing process's exit code (``Process completed with exit code N``)."""
         found: int | None = None
-        for idx, m in self.output.finditer(_EXIT_CODE):
+        for idx, m in self.output.grep(_EXIT_CODE, ["\n##[error]Process completed"]):
             found = int(m.group(1))
             if self.first_error is None or self.output.lines[idx].number >= self.first_error:
                 return found
         return found
 
 
-_EXIT_CODE = re.compile(r"(?m)^##\[error\]Process completed with exit code (\d+)")
+_EXIT_CODE = re.compile(r"^##\[error\]Process completed with exit code (\d+)")
 
 
 class TextIndex:
-    """Lines joined into one string so a regular expression scans them all at C speed."""
+    """The region's lines joined into one string, searched at C speed.
+
+    A regular expression anchored with ``(?m)^`` is tried at every position of a string,
+    which is slow; so recognizers name literal *hints* that ``str.find`` locates, and their
+    pattern runs only on the lines holding a hint. A hint that starts with ``\\n`` matches at
+    the start of a line (the text starts with a newline so the first line has one too).
+    """
 
     def __init__(self, lines: tuple[Line, ...]) -> None:
         self.lines = lines
-        self.text = "\n".join(line.text for line in lines)
+        self.text = "\n" + "\n".join(line.text for line in lines)
         starts: list[int] = []
-        pos = 0
+        pos = 1
         for line in lines:
             starts.append(pos)
             pos += len(line.text) + 1
         self._starts = starts
+        self._lower: str | None = None
 
     def index_at(self, offset: int) -> int:
-        """Index in ``lines`` of the line holding ``offset`` of ``text``."""
+        """Index in ``lines`` of the line holding ``offset`` of ``text`` (-1: before it)."""
         return bisect_right(self._starts, offset) - 1
 
-    def finditer(self, pattern: re.Pattern[str]) -> Iterator[tuple[int, re.Match[str]]]:
-        for m in pattern.finditer(self.text):
-            yield self.index_at(m.start()), m
+    def candidates(self, hints: Iterable[str], *, ignore_case: bool = False) -> list[int]:
+        """Indexes of the lines that contain one of `hints`, in order."""
+        if not self.lines:
+            return []
+        if ignore_case:
+            if self._lower is None:
+                self._lower = self.text.lower()
+            text = self._lower
+        else:
+            text = self.text
+        found: set[int] = set()
+        for hint in hints:
+            shift = 1 if hint.startswith("\n") else 0
+            pos = text.find(hint)
+            while pos != -1:
+                idx = self.index_at(pos + shift)
+                found.add(idx)
+                line_end = self._starts[idx + 1] - 1 if idx + 1 < len(self._starts) else len(text)
+                pos = text.find(hint, max(pos + 1, line_end))
+        return sorted(found)
+
+    def grep(
+        self, pattern: re.Pattern[str], hints: Iterable[str], *, ignore_case: bool = False
+    ) -> Iterator[tuple[int, re.Match[str]]]:
+        """Lines (index, match) where `pattern` matches, among those holding a hint."""
+        for idx in self.candidates(hints, ignore_case=ignore_case):
+            m = pattern.search(self.lines[idx].text)
+            if m is not None:
+                yield idx, m
 
     def search(self, pattern: re.Pattern[str]) -> tuple[int, re.Match[str]] | None:
-        m = pattern.search(self.text)
-        return None if m is None else (self.index_at(m.start()), m)
+        """The first match of `pattern` over the whole text (for patterns without hints)."""
+        for m in pattern.finditer(self.text):
+            idx = self.index_at(m.start())
+            if idx >= 0:
+                return idx, m
+        return None
 
 
 def clean_line(raw: bytes) -> str:
@@ -307,8 +345,10 @@ class _Scanner:
     # --- before the first error: follow the structure, keep the tail -----------------
 
     def _events(self, data: bytes) -> list[tuple[int, bytes]]:
-        events: list[tuple[int, bytes]] = []
-        for needle in (_MARKER, _POST, *_RUNNER_MESSAGES):
+        # One regular expression for the markers: it skips `##[debug]`, `##[command]` …
+        # at C speed, and a debug-logging job prints millions of those.
+        events = [(m.start(), m.group()) for m in _MARKERS.finditer(data)]
+        for needle in (_POST, *_RUNNER_MESSAGES):
             pos = data.find(needle)
             while pos != -1:
                 events.append((pos, needle))
@@ -322,8 +362,9 @@ class _Scanner:
         # they pass, so what is kept does not depend on where the chunks were cut.
         script_from: int | None = 0 if self.in_header else None
         for pos, needle in self._events(data):
-            start = _at_line_start(data, pos) if needle in (_MARKER, _POST) else None
-            if needle in (_MARKER, _POST) and start is None:
+            anchored = needle in _ANCHORED
+            start = _at_line_start(data, pos) if anchored else None
+            if anchored and start is None:
                 continue
             line_start = data.rfind(b"\n", 0, pos) + 1 if start is None else start
             cursor_line += data.count(b"\n", cursor, line_start)
@@ -332,7 +373,7 @@ class _Scanner:
                 self.header, self.in_header, self.depth = None, False, 0
                 self.section_start = cursor_line
                 script_from = None
-            elif needle == _MARKER:
+            elif needle == _GROUP:
                 if data.startswith(_RUN, pos):
                     end = data.find(b"\n", pos)
                     title = clean_line(data[pos + len(_GROUP) : None if end == -1 else end])
@@ -340,17 +381,18 @@ class _Scanner:
                     self.in_header, self.depth = True, 1
                     self.section_start = cursor_line
                     script_from = len(data) if end == -1 else end + 1
-                elif data.startswith(_GROUP, pos):
+                else:
                     self.depth += 1
-                elif data.startswith(_ENDGROUP, pos):
-                    self.depth = max(0, self.depth - 1)
-                    if self.in_header and self.depth == 0 and self.header is not None:
-                        self.in_header = False
-                        self.header.end = cursor_line
-                        if script_from is not None:
-                            self.header.add_script(data[script_from:line_start])
-                        script_from = None
-                elif data.startswith(_ERROR, pos) and not self.in_header:
+            elif needle == _ENDGROUP:
+                self.depth = max(0, self.depth - 1)
+                if self.in_header and self.depth == 0 and self.header is not None:
+                    self.in_header = False
+                    self.header.end = cursor_line
+                    if script_from is not None:
+                        self.header.add_script(data[script_from:line_start])
+                    script_from = None
+            elif needle == _ERROR:
+                if not self.in_header:
                     self._first_error(data, first, line_start, cursor_line)
                     return
             elif not self.in_header:  # a runner message

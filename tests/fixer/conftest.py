@@ -63,7 +63,7 @@ class Box:
 
     root: Path  # mode 755, under /tmp
     work: Path  # a git checkout with one commit
-    secrets: Path  # a fake bot database and App key, readable by everyone on the host
+    secrets: Path  # a fake bot database and App key (under /var/tmp), readable by everyone
 
     @property
     def db(self) -> Path:
@@ -87,8 +87,10 @@ def box() -> Iterator[Box]:
     (work / "README.md").write_text("hello\n")
     git(work, "add", ".")
     git(work, "commit", "-q", "-m", "initial")
-    secrets = root / "secrets"
-    secrets.mkdir(mode=0o755)
+    # The bot's files live outside /tmp (as /srv or /var/lib would), so only the sandbox's
+    # allowlist of visible paths hides them, not its private /tmp.
+    secrets = Path(tempfile.mkdtemp(prefix="landbot-sbx-secrets-", dir="/var/tmp"))
+    os.chmod(secrets, 0o755)
     (secrets / "landbot.db").write_text("SQLite format 3\0 drops, jobs, DB-SECRET-ROW\n")
     (secrets / "app-key.pem").write_text(
         "-----BEGIN RSA PRIVATE KEY-----\nAPP-KEY-SECRET\n-----END RSA PRIVATE KEY-----\n"
@@ -99,6 +101,7 @@ def box() -> Iterator[Box]:
         yield Box(root=root, work=work, secrets=secrets)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(secrets, ignore_errors=True)
 
 
 class Helpers:

@@ -139,7 +139,7 @@ def test_secrets_in_the_supervisor_environment_do_not_reach_the_job(
 ) -> None:
     for name, value in PLANTED.items():
         monkeypatch.setenv(name, value)
-    dump = ["sh", "-c", "env; cat /proc/self/environ /proc/1/environ 2>/dev/null"]
+    dump = ["sh", "-c", "env; cat /proc/self/environ /proc/1/environ 2>/dev/null; true"]
     control = h.unconfined(dump, box.work, env=dict(os.environ))
     for value in PLANTED.values():
         assert value in control.stdout
@@ -182,7 +182,7 @@ def test_a_secret_or_foreign_variable_passed_on_purpose_is_refused(
 
 
 def test_write_outside_the_work_tree(box: Any, h: Any) -> None:
-    outside = box.root / "outside"
+    outside = box.secrets / "outside"  # under /var/tmp, beside the bot's files
     outside.mkdir()
     os.chmod(outside, 0o777)
     control = h.unconfined(["sh", "-c", f"echo control > {outside}/control"], box.work)
@@ -643,6 +643,9 @@ def test_the_work_tree_is_handed_to_the_sandbox_uid(box: Any, h: Any) -> None:
 
 
 def test_a_hard_link_to_an_outside_file_is_not_chowned(box: Any, h: Any) -> None:
-    os.link(box.db, box.work / "linked.db")
+    outside = box.root / "mirror-object"  # e.g. an object a `git clone --local` shares
+    outside.write_text("shared\n")
+    os.link(outside, box.work / "linked")
     run_sandboxed(["true"], box.work, timeout=30, memory_mb=256)
-    assert box.db.stat().st_uid == 0
+    assert outside.stat().st_uid == 0
+    assert (box.work / "README.md").stat().st_uid == h.uid  # the control: others were chowned

@@ -277,3 +277,18 @@ def test_a_large_quest_is_read_whole(repo: Repo) -> None:
     assert rendered(check_tree(repo.root, base="main")) == [
         "quest: quest/long.md: (already on the base) required quest gone.md does not exist"
     ]
+
+
+def test_the_quest_stage_imports_no_heavy_library() -> None:
+    # It runs in other repositories' CI and before every push: the standard library only.
+    code = "import sys, landbot.quest; print(' '.join(sorted(sys.modules)))"
+    done = subprocess.run(
+        [str(Path(LANDBOT).with_name("python")), "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    loaded = {name.split(".")[0] for name in done.stdout.split()}
+    heavy = {"typer", "click", "rich", "pydantic", "githubkit", "httpx", "sqlalchemy", "yaml"}
+    assert "landbot" in loaded
+    assert not loaded & heavy

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from landbot.quest import DRIVER_COMMAND, install_merge_driver, merge_quest
+from landbot.quest import DRIVER_COMMAND, install_merge_driver, merge_quest, self_command
 from landbot.quest.merge import merge_sets, merge_text
 
 from .conftest import LANDBOT, Repo
@@ -208,11 +208,23 @@ def driven(repo: Repo) -> Repo:
     return repo
 
 
-def test_git_merge_both_add_to_required(driven: Repo) -> None:
-    diverge(driven, "quest/m0/q.md", quest("a"), quest("a", "b"), quest("a", "c"))
+@pytest.mark.parametrize("path", ["quest/m0/q.md", "quest/README.md", "quest/it's a quest.md"])
+def test_git_merge_both_add_to_required(driven: Repo, path: str) -> None:
+    diverge(driven, path, quest("a"), quest("a", "b"), quest("a", "c"))
     done = driven.git("merge", "--no-edit", "theirs", check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert (driven.root / "quest/m0/q.md").read_bytes() == quest("a", "b", "c")
+    assert (driven.root / path).read_bytes() == quest("a", "b", "c")
+
+
+def test_the_driver_through_this_interpreter_needs_no_landbot_on_path(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    install_merge_driver(repo.root, command=self_command())
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    diverge(repo, "quest/q.md", quest("a"), quest("a", "b"), quest("a", "c"))
+    done = repo.git("merge", "--no-edit", "theirs", check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (repo.root / "quest/q.md").read_bytes() == quest("a", "b", "c")
 
 
 def test_git_merge_without_the_driver_conflicts(repo: Repo) -> None:

@@ -95,6 +95,7 @@ def test_merge_group_reads_the_branch_of_the_pr_in_the_ref(
         f"refs/heads/gh-readonly-queue/main/pr-x-{SHA}",
         f"refs/heads/gh-readonly-queue/pr-42-{SHA}",  # no base branch
         "refs/heads/gh-readonly-queue/main/pr-42-abc",  # not a full sha
+        f"refs/heads/gh-readonly-queue/main/pr-42-{SHA}/more",  # not at the end
         "",
     ],
 )

@@ -47,10 +47,19 @@ def token(gh: FakeGitHub, repo: Repository) -> str:
     return gh.create_token("maintainer")
 
 
-@pytest.fixture
-def server(gh: FakeGitHub) -> Iterator[FakeGitHubServer]:
-    with FakeGitHubServer(gh) as server:
+@pytest.fixture(scope="session")
+def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeGitHubServer]:
+    """One HTTP server for the session (starting and stopping one costs ~0.2 s)."""
+    idle = FakeGitHub(tmp_path_factory.mktemp("idle-github"))
+    with FakeGitHubServer(idle) as server:
         yield server
+
+
+@pytest.fixture
+def server(shared_server: FakeGitHubServer, gh: FakeGitHub) -> FakeGitHubServer:
+    """The shared server answering from this test's own model, counts and faults cleared."""
+    shared_server.use(gh)
+    return shared_server
 
 
 @pytest.fixture

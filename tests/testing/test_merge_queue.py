@@ -315,3 +315,27 @@ def test_queue_refuses_what_github_refuses(gh: FakeGitHub, repo: Repository) -> 
     gh.enqueue(pr, actor="maintainer")  # control
     with pytest.raises(Unprocessable, match="already in the queue"):
         gh.enqueue(pr, actor="maintainer")
+
+
+def test_a_repository_can_start_from_existing_history(
+    gh: FakeGitHub, tmp_path: Path, run_git: RunGit
+) -> None:
+    src = tmp_path / "src"
+    run_git("init", "--quiet", "--initial-branch=main", str(src))
+    (src / "a.txt").write_text("1\n")
+    run_git("add", "a.txt", cwd=src)
+    run_git("commit", "--quiet", "-m", "one", cwd=src)
+    (src / "a.txt").write_text("2\n")
+    run_git("commit", "--quiet", "-am", "two", cwd=src)
+    head = run_git("rev-parse", "HEAD", cwd=src)
+
+    repo = gh.create_repo("acme/history", import_git=src)
+    assert repo.known_refs["refs/heads/main"] == head
+    pr = gh.open_pull_request(repo, head="feature", files={"b.txt": "x\n"})
+    assert _parents(repo, pr.head_sha) == [head]
+
+    from_dir = gh.create_repo("acme/flat", source_dir=src)  # files only, one commit
+    main = from_dir.known_refs["refs/heads/main"]
+    assert _parents(from_dir, main) == []
+    assert read_file(from_dir.require_git(), main, "a.txt") == b"2\n"
+    assert read_file(from_dir.require_git(), main, ".git/HEAD") is None

@@ -312,7 +312,8 @@ PRECEDENCE = [
     ),
     (
         (
-            "##[error]The job running on runner X has exceeded the maximum execution time of 5 minutes.",
+            "##[error]The job running on runner X has exceeded the maximum execution time "
+            "of 5 minutes.",
             "##[error]The operation was canceled.",
         ),
         FailureClass.TIMEOUT,
@@ -324,7 +325,11 @@ PRECEDENCE = [
         "operation-cancelled",
     ),
     (
-        ("Killed", "FAILED tests/test_a.py::test_b", "##[error]Process completed with exit code 137."),
+        (
+            "Killed",
+            "FAILED tests/test_a.py::test_b",
+            "##[error]Process completed with exit code 137.",
+        ),
         FailureClass.INFRASTRUCTURE,
         "out-of-memory",
     ),
@@ -373,7 +378,9 @@ def test_rule_takes_precedence_over_builtins() -> None:
     assert e.evidence[0].line == 5
     assert "triage rule 1" in e.summary
     # Control: without the rule, the same log is genuine.
-    assert explain("FAILED tests/test_x.py::test_network_fetch - timeout", EXIT1).class_ == "genuine"
+    assert (
+        explain("FAILED tests/test_x.py::test_network_fetch - timeout", EXIT1).class_ == "genuine"
+    )
 
 
 def test_first_matching_rule_wins_and_rules_accept_mappings() -> None:

@@ -42,7 +42,9 @@ class Repo:
         git(self.work, "init", "-q", "-b", "main")
         self.bare = root / "mirror.git"
 
-    def commit(self, branch: str, files: Mapping[str, str | None], *, base: str | None = None) -> str:
+    def commit(
+        self, branch: str, files: Mapping[str, str | None], *, base: str | None = None
+    ) -> str:
         if base is not None:
             git(self.work, "checkout", "-q", "-B", branch, base)
         elif branch != git(self.work, "branch", "--show-current"):
@@ -112,7 +114,9 @@ def test_conflict_only_in_quest_files(repo: Repo) -> None:
 
 def test_quest_and_code_conflicts_are_not_all_quest(repo: Repo) -> None:
     base = repo.commit("main", {"quest/m0/task.md": "# [S] Task\n\nMAIN\n", "app.py": "M\n"})
-    head = repo.commit("pr", {"quest/m0/task.md": "# [S] Task\n\nPR\n", "app.py": "P\n"}, base="main~1")
+    head = repo.commit(
+        "pr", {"quest/m0/task.md": "# [S] Task\n\nPR\n", "app.py": "P\n"}, base="main~1"
+    )
     report = merge_conflicts(repo.mirror(), head, base)
     assert set(report.files) == {"app.py", "quest/m0/task.md"}
     assert not report.all_quest
@@ -183,7 +187,8 @@ def test_quest_file_pattern(path: str, quest: bool) -> None:
 def test_parse_keeps_paths_with_spaces_and_dedupes() -> None:
     out = (
         b"abc123\0dir/a b.txt\0dir/a b.txt\0quest/x.md\0\0"
-        b"1\0dir/a b.txt\0CONFLICT (contents)\0CONFLICT (content): Merge conflict in dir/a b.txt\n\0"
+        b"1\0dir/a b.txt\0CONFLICT (contents)\0"
+        b"CONFLICT (content): Merge conflict in dir/a b.txt\n\0"
         b"1\0quest/x.md\0Auto-merging\0Auto-merging quest/x.md\n\0"
     )
     report = parse_merge_tree(out, conflicted=True)

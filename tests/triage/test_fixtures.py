@@ -142,7 +142,11 @@ def test_quest_failure_maps_to_the_steps_display_name() -> None:
         {"number": 2, "name": "Run actions/checkout@v4", "conclusion": "success"},
         {"number": 3, "name": "Run actions/setup-python@v5", "conclusion": "success"},
         {"number": 4, "name": "Install", "conclusion": "success"},
-        {"number": 5, "name": "Check that the PR leaves its quest accurate", "conclusion": "failure"},
+        {
+            "number": 5,
+            "name": "Check that the PR leaves its quest accurate",
+            "conclusion": "failure",
+        },
         {"number": 6, "name": "Post Run actions/checkout@v4", "conclusion": "success"},
         {"number": 7, "name": "Complete job", "conclusion": "success"},
     ]
@@ -177,8 +181,9 @@ def test_genuine_summary_names_the_failed_tests() -> None:
         "tests/test_pricing.py::test_bulk_discount - assert 12000 == 10800 (and 1 more)"
     )
     v = explain_log((FIXTURES / "vitest-genuine.log").read_bytes())
-    assert "src/cart.test.ts > cart > applies the bulk discount: AssertionError: expected 12000" in (
-        v.summary
+    assert (
+        "src/cart.test.ts > cart > applies the bulk discount: AssertionError: expected 12000"
+        in (v.summary)
     )
     # The pytest E lines and the vitest assertion are in the excerpt: the why, not just the what.
     assert 122 in [x.line for x in e.excerpt]
@@ -199,3 +204,30 @@ def test_to_json_is_exactly_the_contract() -> None:
     out = json.loads(e.to_json())
     assert list(out) == ["class", "step", "error_lines", "summary", "excerpt"]
     assert all(list(item) == ["line", "text"] for item in out["excerpt"])
+
+
+def test_of_several_failed_steps_the_one_the_log_shows_wins() -> None:
+    log = (FIXTURES / "pytest-genuine.log").read_bytes()
+    title = "Run pytest -q --color=yes"
+    steps = [
+        {"number": 4, "name": "Lint", "conclusion": "failure"},
+        {"number": 5, "name": title, "conclusion": "failure"},
+        {"number": 6, "name": "Upload logs", "conclusion": "failure"},
+    ]
+    e = explain_log(log, steps=steps)
+    assert (e.step, e.step_number) == (title, 5)
+    # Without a name that matches, the first failed step: later ones ran `if: always()`.
+    steps[1]["name"] = "Unit tests"
+    e = explain_log(log, steps=steps)
+    assert (e.step, e.step_number) == ("Lint", 4)
+
+
+def test_a_cancelled_step_is_named_when_none_failed() -> None:
+    steps = [
+        {"number": 3, "name": "Install", "conclusion": "success"},
+        {"number": 4, "name": "Integration tests", "conclusion": "cancelled"},
+        {"number": 5, "name": "Upload", "conclusion": "skipped"},
+    ]
+    e = explain_log((FIXTURES / "max-execution-time.log").read_bytes(), steps=steps)
+    assert (e.step, e.step_number) == ("Integration tests", 4)
+    assert e.class_ is FailureClass.TIMEOUT

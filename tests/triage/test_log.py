@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from landbot.triage.log import LINE_CAP, clean_line, parse_log
+from landbot.triage.log import LINE_CAP, _blocks, _Scanner, clean_line, parse_log
 
 from .conftest import BOM, SET_UP, gh_log, run_step
 
@@ -22,7 +22,9 @@ def test_finds_the_step_section_before_the_first_error() -> None:
         *SET_UP,
         *run_step("actions/checkout@v4"),
         *run_step("make build", "building", "built"),
-        *run_step("make test", "running 3 tests", "boom", "##[error]Process completed with exit code 2."),
+        *run_step(
+            "make test", "running 3 tests", "boom", "##[error]Process completed with exit code 2."
+        ),
         "Post job cleanup.",
         "Cleaning up orphan processes",
     ]
@@ -160,7 +162,9 @@ def test_bom_and_timestamps_are_optional(bom: bool, stamps: bool) -> None:
 
 
 def test_clean_line_strips_timestamp_ansi_bom_and_controls() -> None:
-    raw = BOM + b"2026-11-03T10:15:30.1234567Z \x1b[31mFAILED\x1b[0m x\x07 \x1b]8;;http://x\x07y\r\n"
+    raw = (
+        BOM + b"2026-11-03T10:15:30.1234567Z \x1b[31mFAILED\x1b[0m x\x07 \x1b]8;;http://x\x07y\r\n"
+    )
     assert clean_line(raw) == "FAILED x y"
     assert clean_line(b"progress 10%\rprogress 100%") == "progress 100%"
     assert clean_line(b"\xff\xfebad utf-8") == "\ufffd\ufffdbad utf-8"
@@ -270,3 +274,34 @@ def test_bad_bounds_are_refused() -> None:
 def test_empty_log() -> None:
     parsed = parse_log(b"")
     assert (parsed.line_count, parsed.first_error, parsed.region) == (0, None, ())
+
+
+def test_the_lines_before_the_error_fill_three_quarters_of_the_bound() -> None:
+    # Every line is exactly 100 bytes with its timestamp and newline.
+    filler = [f"out {i:04d} " + "." * 61 for i in range(50)]
+    lines = [*run_step("make"), *filler, "##[error]Process completed with exit code 1."]
+    data = gh_log(lines, bom=False)
+    assert all(len(raw) == 99 for raw in data.split(b"\n")[4:54])
+    error = len(lines)
+    parsed = parse_log(data, max_bytes=1000)
+    # 750 bytes of whole lines before the error: 7 lines of 100 bytes.
+    assert [line.number for line in parsed.region] == list(range(error - 7, error + 1))
+
+
+def test_the_tail_ring_keeps_the_longest_whole_line_suffix() -> None:
+    scanner = _Scanner(max_bytes=250, context_lines=100)
+    lines = [b"%03d" % i + b"x" * 96 + b"\n" for i in range(10)]  # 100 bytes each
+    for i in range(0, 10, 3):
+        scanner.feed(b"".join(lines[i : i + 3]))
+        kept = b"".join(block.data for block in scanner.ring)
+        assert scanner.ring_bytes == len(kept) <= 250
+        # Exactly two whole lines: 200 bytes, the most that fits in 250.
+        assert kept == b"".join(lines[: min(i + 3, 10)][-2:])
+        assert scanner.ring[0].first == min(i + 3, 10) - 1
+
+
+def test_an_overlong_line_split_over_chunks_keeps_only_its_start() -> None:
+    line = b"a" * LINE_CAP + b"b" * LINE_CAP + b"END\nnext\n"
+    chunks = [line[i : i + 1000] for i in range(0, len(line), 1000)]
+    blocks = list(_blocks(chunks))
+    assert b"".join(blocks) == b"a" * LINE_CAP + b"\nnext\n"
