@@ -207,18 +207,28 @@ def triage_log(
     config: ConfigOpt = None,
 ) -> None:
     """Explain one GitHub Actions job log: failing step, error lines, class."""
+    import itertools
+
     from landbot.config import load_settings
     from landbot.triage.classify import compile_rules
     from landbot.triage.explain import explain_log
+    from landbot.triage.log import archive_kind
     from landbot.triage.report import render_text
 
     settings = load_settings(config)
     rules = compile_rules(settings.triage.rules)  # a bad rule fails before the file is read
     try:
         with file.open("rb") as stream:
-            explanation = explain_log(
-                stream, rules=rules, max_bytes=settings.triage.max_log_bytes
-            )
+            head = stream.read(4)
+            kind = archive_kind(head)
+            if kind is not None:
+                raise LandbotError(
+                    f"{file} is {kind}, not a job log; extract one job's log from it and "
+                    "pass that file"
+                )
+            # No seek: FILE may be a pipe (`<(gh run view --log-failed …)`).
+            chunks = itertools.chain([head], iter(lambda: stream.read(1 << 20), b""))
+            explanation = explain_log(chunks, rules=rules, max_bytes=settings.triage.max_log_bytes)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise LandbotError(

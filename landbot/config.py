@@ -108,6 +108,13 @@ class TriageSettings(BaseModel):
     )
 
 
+class WorkerSettings(BaseModel):
+    lease_seconds: float = Field(
+        120, gt=0, description="a job's lease; a dead worker's job is retaken after it"
+    )
+    idle_sleep: float = Field(0.5, gt=0, description="seconds between polls of an idle store")
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="LANDBOT_",
@@ -128,6 +135,7 @@ class Settings(BaseSettings):
     fixer: FixerSettings = Field(default_factory=FixerSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     triage: TriageSettings = Field(default_factory=TriageSettings)
+    worker: WorkerSettings = Field(default_factory=WorkerSettings)
 
     @field_validator("repos", mode="before")
     @classmethod

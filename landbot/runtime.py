@@ -63,9 +63,16 @@ def make_lander(
 
 
 def make_worker(settings: Settings, store: Store) -> Worker:
+    import datetime as dt
+
     from landbot.intake.worker import Worker
 
-    return Worker(store, lambda: make_lander(settings, store))
+    return Worker(
+        store,
+        lambda: make_lander(settings, store),
+        lease=dt.timedelta(seconds=settings.worker.lease_seconds),
+        idle_sleep=settings.worker.idle_sleep,
+    )
 
 
 def resolve_repo(settings: Settings, repo: str | None) -> str:

@@ -93,14 +93,24 @@ def record_drop(
     raw_reason: str | None,
     source: str,
     observed_at: dt.datetime,
-    key: str,
+    delivery_id: str | None = None,
+    removal_id: str | None = None,
     base_ref: str | None = None,
 ) -> tuple[int, bool]:
     """Record a removal once, whichever door saw it first, and queue its drop job."""
     reason = normalize(raw_reason)
-    same = store.find_drop_near(repo, pr, reason, observed_at, SAME_REMOVAL_WINDOW)
-    if same is not None and same.head_sha == head_sha:
-        return int(same.id), False
+    same = store.link_removal(
+        repo=repo,
+        pr=pr,
+        head_sha=head_sha,
+        reason=reason,
+        around=observed_at,
+        window=SAME_REMOVAL_WINDOW,
+        delivery_id=delivery_id,
+        removal_id=removal_id,
+    )
+    if same is not None:
+        return same, False
     drop_id, created = store.add_drop(
         repo=repo,
         pr=pr,
@@ -108,8 +118,10 @@ def record_drop(
         reason=reason,
         raw_reason=raw_reason,
         source=source,
-        dedupe_key=key,
+        dedupe_key=f"webhook:{delivery_id}" if delivery_id else f"removal:{removal_id}",
         observed_at=observed_at,
+        delivery_id=delivery_id,
+        removal_id=removal_id,
     )
     if created:
         store.add_job(
@@ -147,7 +159,7 @@ def _dequeued(d: Delivery, store: Store) -> str:
         raw_reason=raw if isinstance(raw, str) else None,
         source="webhook",
         observed_at=d.received_at,
-        key=f"webhook:{d.delivery_id}",
+        delivery_id=d.delivery_id,
         base_ref=(pr.get("base") or {}).get("ref"),
     )
     return f"drop {drop_id} ({'new' if created else 'already recorded'}): {raw}"
@@ -165,14 +177,21 @@ def _synchronize(d: Delivery, store: Store) -> str:
     before = d.payload.get("before")
     if not isinstance(before, str):
         return "synchronize without before"
-    n = store.cancel_jobs(drop_job_key(repo, number, before))
+    n = store.cancel_jobs(
+        drop_job_key(repo, number, before),
+        "the head moved since the drop: nothing for the old head",
+    )
     return f"head moved from {before[:7]}: cancelled {n} job(s)"
 
 
 @route("pull_request", "closed")
 def _closed(d: Delivery, store: Store) -> str:
     repo, number, _ = _pr(d)
-    n = store.cancel_jobs(f"drop:{repo}#{number}@")
+    merged = bool((d.payload.get("pull_request") or {}).get("merged"))
+    n = store.cancel_jobs(
+        f"drop:{repo}#{number}@",
+        "the pull request has merged" if merged else "the pull request is closed",
+    )
     return f"closed: cancelled {n} job(s)"
 
 

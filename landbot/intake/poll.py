@@ -47,7 +47,7 @@ def sweep(
             raw_reason=last.reason,
             source="poll",
             observed_at=last.created_at,
-            key=f"removal:{last.id}",
+            removal_id=last.id,
             base_ref=pr.base_ref,
         )
         if created:

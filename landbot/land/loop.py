@@ -249,6 +249,7 @@ class Lander:
                 drop_id=drop.id,
             )
             result = {"job": job}
+        self.failpoint(f"after_{type(action).__name__.lower()}")
         self.store.finish_action(key, "done", result)
 
     def _requeue(self, drop: Drop, pr: PrSnapshot, action: Requeue, *, resumed: bool) -> Any:

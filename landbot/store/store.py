@@ -195,14 +195,26 @@ class Store:
             )
             return res.rowcount == 1
 
-    def cancel_jobs(self, dedupe_prefix: str) -> int:
-        """Cancel queued jobs whose dedupe key starts with `dedupe_prefix` (an old head)."""
+    def cancel_jobs(self, dedupe_prefix: str, why: str = "cancelled") -> int:
+        """Cancel queued jobs whose dedupe key starts with `dedupe_prefix` (an old head, a
+        closed PR); their pending drops end as ignored, with `why`."""
+        now = utcnow()
         with self.tx() as conn:
+            cond = (jobs.c.status == "queued", jobs.c.dedupe_key.startswith(dedupe_prefix))
+            drop_ids = [
+                r.drop_id
+                for r in conn.execute(sa.select(jobs.c.drop_id).where(*cond))
+                if r.drop_id is not None
+            ]
             res = conn.execute(
-                jobs.update()
-                .where(jobs.c.status == "queued", jobs.c.dedupe_key.startswith(dedupe_prefix))
-                .values(status="cancelled", updated_at=utcnow())
+                jobs.update().where(*cond).values(status="cancelled", updated_at=now)
             )
+            if drop_ids:
+                conn.execute(
+                    drops.update()
+                    .where(drops.c.id.in_(drop_ids), drops.c.outcome == "pending")
+                    .values(outcome="ignored", summary=why, updated_at=now)
+                )
             return res.rowcount
 
     def job(self, job_id: int) -> sa.Row[Any] | None:
@@ -230,6 +242,8 @@ class Store:
         raw_reason: str | None = None,
         merge_group_sha: str | None = None,
         observed_at: dt.datetime | None = None,
+        delivery_id: str | None = None,
+        removal_id: str | None = None,
     ) -> tuple[int, bool]:
         """Record a drop once per dedupe key; returns (drop id, created)."""
         now = utcnow()
@@ -255,6 +269,8 @@ class Store:
                     raw_reason=raw_reason,
                     source=source,
                     dedupe_key=dedupe_key,
+                    delivery_id=delivery_id,
+                    removal_id=removal_id,
                     outcome="pending",
                     observed_at=observed_at or now,
                     created_at=now,
@@ -289,24 +305,48 @@ class Store:
         with self.engine.connect() as conn:
             return list(conn.execute(q))
 
-    def find_drop_near(
-        self, repo: str, pr: int, reason: str, around: dt.datetime, window: dt.timedelta
-    ) -> sa.Row[Any] | None:
-        """A drop of the same PR and reason observed within `window` of `around`: the same
-        removal reported by another door (a webhook and a poll sweep)."""
-        with self.engine.connect() as conn:
-            return conn.execute(
-                sa.select(drops)
+    def link_removal(
+        self,
+        *,
+        repo: str,
+        pr: int,
+        head_sha: str,
+        reason: str,
+        around: dt.datetime,
+        window: dt.timedelta,
+        delivery_id: str | None = None,
+        removal_id: str | None = None,
+    ) -> int | None:
+        """The drop this report is another door's view of, linked to it; None if none.
+
+        A webhook (`delivery_id`) and a timeline event (`removal_id`) report the same
+        removal when they name the same PR head and reason within `window`, and the drop
+        has not been linked to another report of the same door yet.
+        """
+        door = drops.c.delivery_id if delivery_id is not None else drops.c.removal_id
+        own = delivery_id if delivery_id is not None else removal_id
+        with self.tx() as conn:
+            seen = conn.execute(sa.select(drops.c.id).where(door == own)).first()
+            if seen is not None:
+                return int(seen.id)
+            twin = conn.execute(
+                sa.select(drops.c.id)
                 .where(
                     drops.c.repo == repo,
                     drops.c.pr == pr,
+                    drops.c.head_sha == head_sha,
                     drops.c.reason == reason,
+                    door.is_(None),
                     drops.c.observed_at >= around - window,
                     drops.c.observed_at <= around + window,
                 )
                 .order_by(drops.c.id)
                 .limit(1)
             ).first()
+            if twin is None:
+                return None
+            conn.execute(drops.update().where(drops.c.id == twin.id).values({door.name: own}))
+            return int(twin.id)
 
     # --- merge groups ----------------------------------------------------------------
 

@@ -76,6 +76,8 @@ drops = sa.Table(
     sa.Column("summary", sa.Text),
     sa.Column("evidence", sa.JSON),
     sa.Column("plan", sa.JSON),  # revision 0003: the decision, saved before acting
+    sa.Column("delivery_id", sa.String(100)),  # 0003: the webhook that reported it
+    sa.Column("removal_id", sa.String(100)),  # 0003: the timeline event that reported it
     sa.Column("observed_at", TS, nullable=False),
     sa.Column("created_at", TS, nullable=False),
     sa.Column("updated_at", TS, nullable=False),

@@ -6,6 +6,7 @@ model never depends on a checkout and what landbot fetches and pushes is ordinar
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import tempfile
@@ -246,7 +247,9 @@ def list_files(git_dir: Path, sha: str) -> list[str]:
     return out(git_dir, "ls-tree", "-r", "--name-only", sha).splitlines()
 
 
+@functools.lru_cache(maxsize=4096)
 def commit_message(git_dir: Path, sha: str) -> str:
+    # A commit never changes: asking git once per sha is enough.
     return out(git_dir, "log", "-1", "--format=%B", sha)
 
 

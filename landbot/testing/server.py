@@ -19,6 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -33,6 +34,7 @@ from landbot.testing.graphql_api import operation_name
 from landbot.testing.model import FakeGitHub, FakeGitHubError
 from landbot.testing.payloads import Urls
 from landbot.testing.rest import ROUTES, BadRequest, Call, RouteSpec, error
+from landbot.testing.state import App
 
 
 class RateCounter:
@@ -132,7 +134,9 @@ def create_app(
                 blob_secret=blob_secret,
                 blob_url=blob_url,
             )
-            response = spec.handler(call)
+            # Handlers read the model's dicts: hold its lock against a test thread's writes.
+            with gh.lock:
+                response = spec.handler(call)
             if spec.auth != "none":
                 credential = request.headers.get("authorization")
                 for key, value in rates.headers(credential, spec.resource).items():
@@ -183,6 +187,9 @@ def _wrap_404(handler: Callable[[Request], Awaitable[Response]]) -> Any:
 def free_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Accepted connections inherit it: without it a keep-alive response written in two
+    # parts waits ~40 ms for the client's delayed ACK.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((host, port))
     return sock
 
@@ -284,8 +291,13 @@ class FakeGitHubServer:
         gh.urls = Urls(api=self.url, web=gh.urls.web)
         return gh
 
-    def settings_env(self, *, token: str | None = None) -> dict[str, str]:
-        """Environment for a landbot process pointed at this server (add auth yourself)."""
+    def settings_env(
+        self, *, token: str | None = None, app: App | None = None, key_file: Path | None = None
+    ) -> dict[str, str]:
+        """LANDBOT_GITHUB__* for a landbot process using this server.
+
+        Auth is a personal `token`, or an `app` whose private key is written to `key_file`.
+        """
         env = {
             "LANDBOT_GITHUB__API_URL": self.url,
             "LANDBOT_GITHUB__GIT_URL": self.gh.git_url,
@@ -294,6 +306,12 @@ class FakeGitHubServer:
             env["LANDBOT_GITHUB__WEBHOOK_SECRET"] = self.gh.webhooks.secret
         if token is not None:
             env["LANDBOT_GITHUB__TOKEN"] = token
+        if app is not None:
+            if key_file is None:
+                raise ValueError("settings_env(app=...) needs key_file= to write the key to")
+            app.write_private_key(key_file)
+            env["LANDBOT_GITHUB__APP_ID"] = str(app.id)
+            env["LANDBOT_GITHUB__PRIVATE_KEY_FILE"] = str(key_file)
         return env
 
     def start(self) -> FakeGitHubServer:

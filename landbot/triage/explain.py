@@ -95,7 +95,7 @@ class LogExplanation:
         return out
 
     def to_json(self, *, full: bool = False) -> str:
-        return json.dumps(self.to_dict(full=full), ensure_ascii=False)
+        return json.dumps(self.to_dict(full=full))
 
 
 def explain_log(

@@ -1,14 +1,15 @@
 """Read a GitHub Actions job log as a stream and keep only what explains its failure.
 
 A job log can be hundreds of megabytes, so it is never read whole: chunks are cut into
-blocks of complete lines, and only cheap C-level searches (``bytes.find``/``count``) run on
-every block. They follow the log's structure (``##[group]Run …`` step headers, nested
+blocks of complete lines, and only C-level searches (one regular expression for the
+``##[…]`` markers, ``bytes.find``/``count``) run on every block. They follow the log's structure (``##[group]Run …`` step headers, nested
 groups, ``Post job cleanup.``) until the first real error: a ``##[error]`` line outside a
 step's header group, or a runner message (shutdown signal, lost communication).
 
 Until then the last ``max_bytes`` of lines are kept in a ring (the tail of what was read);
-at the first error, the failing step's lines before it are taken from that ring, the ring
-is dropped, and the rest of the step after the error is collected (bounded too). Only this
+at the first error, the failing step's lines before it are taken from that ring (three
+quarters of the bound at most), the ring is dropped, and the rest of the step after the
+error is collected (the last quarter). Only this
 *region* is decoded into text lines; everything else is merely counted, so line numbers are
 always the file's true 1-based line numbers, however much was dropped.
 
@@ -522,6 +523,20 @@ def _in_header(header: _Header | None, number: int) -> bool:
     if header is None or number < header.line:
         return False
     return header.end is None or number <= header.end
+
+
+_ARCHIVES = ((b"PK\x03\x04", "a zip archive"), (b"\x1f\x8b", "a gzip file"))
+
+
+def archive_kind(head: bytes) -> str | None:
+    """What compressed file `head` (its first bytes) starts, if any.
+
+    A whole run's logs download as a zip (one file per job); triage reads one job's log.
+    """
+    for magic, name in _ARCHIVES:
+        if head.startswith(magic):
+            return name
+    return None
 
 
 def parse_log(

@@ -423,7 +423,7 @@ def test_see_the_supervisors_processes(box: Any, h: Any) -> None:
 
 HEARTBEAT = (
     "setsid sh -c 'echo $$ > survivor.pid; while :; do echo beat >> heartbeat; sleep 0.05; done'"
-    " </dev/null >/dev/null 2>&1 &"
+    " </dev/null >/dev/null 2>&1 & while [ ! -s heartbeat ]; do sleep 0.01; done;"
 )
 
 
@@ -459,7 +459,7 @@ def test_a_process_left_behind_dies_with_the_timeout(box: Any, h: Any) -> None:
         _kill_survivor(box.work)
     (box.work / "heartbeat").unlink()
 
-    result = h.confined(["sh", "-c", script], box.work, timeout=1)
+    result = h.confined(["sh", "-c", script], box.work, timeout=1.5)
     assert result.timed_out and result.exit_code == 124
     time.sleep(0.2)
     assert (box.work / "heartbeat").exists()  # it did run

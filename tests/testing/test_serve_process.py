@@ -124,3 +124,27 @@ def test_a_used_root_is_refused(tmp_path: Path) -> None:
     assert proc.stdout == ""
     [line] = proc.stderr.strip().splitlines()
     assert "is not empty" in line
+
+
+def test_settings_env_points_landbot_at_the_fake(tmp_path: Path, app_key: bytes) -> None:
+    from landbot.config import Settings
+    from landbot.testing import FakeGitHub, FakeGitHubServer
+
+    gh = FakeGitHub(tmp_path / "github", webhook_secret="s3cret")
+    app = gh.create_app("landbot", private_key_pem=app_key)
+    server = FakeGitHubServer(gh)  # not started: the URL is known once the socket is bound
+    try:
+        env = server.settings_env(app=app, key_file=tmp_path / "app.pem")
+        with pytest.MonkeyPatch.context() as mp:
+            for key, value in env.items():
+                mp.setenv(key, value)
+            settings = Settings()
+        assert settings.github.api_url == server.url
+        assert settings.github.git_url == gh.git_url
+        assert settings.github.app_id == app.id
+        assert settings.github.private_key_file is not None
+        assert settings.github.private_key_file.read_bytes() == app_key
+        assert settings.github.webhook_secret is not None
+        assert settings.github.webhook_secret.get_secret_value() == "s3cret"
+    finally:
+        server.stop()

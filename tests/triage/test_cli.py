@@ -113,3 +113,33 @@ def test_a_bad_rule_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "triage rule 1 (pattern '(unclosed')" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("magic", "kind"), [(b"PK\x03\x04", "a zip archive"), (b"\x1f\x8b\x08", "a gzip file")]
+)
+def test_an_archive_is_refused_with_the_fix(tmp_path: Path, magic: bytes, kind: str) -> None:
+    path = tmp_path / "logs.zip"
+    path.write_bytes(magic + b"\0" * 100)
+    out = landbot("triage", "log", str(path), cwd=tmp_path)
+    assert out.returncode == 2
+    assert out.stderr.strip() == (
+        f"landbot: {path} is {kind}, not a job log; "
+        "extract one job's log from it and pass that file"
+    )
+
+
+def test_a_pipe_is_read_as_a_stream(tmp_path: Path) -> None:
+    data = (FIXTURES / "npm-econnreset.log").read_bytes()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LANDBOT_")}
+    out = subprocess.run(
+        [LANDBOT, "triage", "log", "/dev/stdin", "--json"],
+        input=data,
+        capture_output=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert (result["class"], result["error_lines"]) == ("flaky", [88, 98])

@@ -289,15 +289,16 @@ def test_the_lines_before_the_error_fill_three_quarters_of_the_bound() -> None:
 
 
 def test_the_tail_ring_keeps_the_longest_whole_line_suffix() -> None:
-    scanner = _Scanner(max_bytes=250, context_lines=100)
     lines = [b"%03d" % i + b"x" * 96 + b"\n" for i in range(10)]  # 100 bytes each
-    for i in range(0, 10, 3):
-        scanner.feed(b"".join(lines[i : i + 3]))
-        kept = b"".join(block.data for block in scanner.ring)
-        assert scanner.ring_bytes == len(kept) <= 250
-        # Exactly two whole lines: 200 bytes, the most that fits in 250.
-        assert kept == b"".join(lines[: min(i + 3, 10)][-2:])
-        assert scanner.ring[0].first == min(i + 3, 10) - 1
+    for bound in (200, 250, 299):  # exactly two lines fit, with room to spare, just
+        scanner = _Scanner(max_bytes=bound, context_lines=100)
+        for i in range(0, 10, 3):
+            scanner.feed(b"".join(lines[i : i + 3]))
+            kept = b"".join(block.data for block in scanner.ring)
+            assert scanner.ring_bytes == len(kept) <= bound
+            # The most whole lines that fit: two.
+            assert kept == b"".join(lines[: min(i + 3, 10)][-2:])
+            assert scanner.ring[0].first == min(i + 3, 10) - 1
 
 
 def test_an_overlong_line_split_over_chunks_keeps_only_its_start() -> None:

@@ -36,9 +36,15 @@ def upgrade() -> None:
         # The decision, saved before acting, so a restarted worker finishes it instead of
         # deciding again on a state its own half-done actions changed.
         batch.add_column(sa.Column("plan", sa.JSON))
+        # Which webhook delivery and which timeline event reported the removal: one drop
+        # per removal, whichever door saw it first.
+        batch.add_column(sa.Column("delivery_id", sa.String(100)))
+        batch.add_column(sa.Column("removal_id", sa.String(100)))
 
 
 def downgrade() -> None:
     with op.batch_alter_table("drops") as batch:
+        batch.drop_column("removal_id")
+        batch.drop_column("delivery_id")
         batch.drop_column("plan")
     op.drop_table("merge_groups")

@@ -1,0 +1,104 @@
+"""A world for the land loop's integration tests: the simulated GitHub served over HTTP, a
+real git repository, landbot's real webhook endpoint on loopback receiving GitHub's signed
+deliveries, a SQLite store in a file, and a worker the test drives step by step."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from landbot.config import GitHubSettings, Settings
+from landbot.github.client import GitHubClient
+from landbot.intake.worker import Worker
+from landbot.land.loop import Lander
+from landbot.store import Store
+from landbot.testing import FakeGitHub, FakeGitHubServer
+from landbot.testing.server import BackgroundServer, free_socket
+from landbot.web.app import create_app
+
+SECRET = "integration-webhook-secret"
+REPO = "acme/widgets"
+FILES = {
+    "app.py": "def answer():\n    return 42\n",
+    "tests/test_app.py": "from app import answer\n\n\ndef test_answer():\n    assert answer() == 42\n",
+}
+
+
+@dataclass
+class World:
+    gh: FakeGitHub
+    server: FakeGitHubServer
+    repo: Any
+    store: Store
+    settings: Settings
+    client: GitHubClient
+    lander: Lander
+    worker: Worker
+    webhook_url: str
+    bot: str
+
+    def open_pr(self, head: str, files: dict[str, str], author: str = "alice") -> Any:
+        return self.gh.open_pull_request(self.repo, head=head, files=files, author=author)
+
+    def settle(self) -> int:
+        """Deliver every pending webhook to landbot, then let the worker finish its work."""
+        self.gh.webhooks.flush()
+        return self.worker.drain()
+
+    def calls(self) -> int:
+        return self.server.requests.total
+
+    def mutations(self) -> list[str]:
+        ops = self.server.requests.operations()
+        return sorted(
+            op
+            for op in ops.elements()
+            if op
+            in (
+                "EnqueuePullRequest",
+                "DequeuePullRequest",
+                "EnablePullRequestAutoMerge",
+                "MinimizeComment",
+            )
+        )
+
+    def bot_comments(self, number: int) -> list[Any]:
+        return [c for c in self.gh.comments_on(self.repo, number) if c.author == self.bot]
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    gh = FakeGitHub(tmp_path / "github", webhook_secret=SECRET)
+    repo = gh.create_repo(REPO, files=FILES)
+    bot = "landbot-bot"
+    token = gh.create_token(bot)
+    gh.add_collaborator(repo, bot, "write")
+    gh.add_collaborator(repo, "alice", "write")
+    with FakeGitHubServer(gh) as server:
+        settings = Settings(
+            github=GitHubSettings(
+                api_url=server.url, token=token, webhook_secret=SECRET, git_url=gh.git_url
+            ),
+            database_url=f"sqlite:///{tmp_path / 'landbot.db'}",
+            repos=[REPO],
+        )
+        store = Store.open(settings.database_url)
+        client = GitHubClient(settings.github, mutation_gap=0)
+        lander = Lander(settings, store, client)
+        worker = Worker(store, lambda: lander, name="test-worker")
+        web = BackgroundServer(create_app(settings, store), [free_socket()])
+        web.start()
+        gh.webhooks.url = f"{web.url}/webhook"
+        try:
+            yield World(
+                gh, server, repo, store, settings, client, lander, worker, f"{web.url}/webhook", bot
+            )
+        finally:
+            gh.webhooks.flush()
+            web.stop()
+            client.close()
+            store.close()
