@@ -268,7 +268,13 @@ def import_result(ws: Workspace) -> str | None:
             check=False,
         )
     if done.returncode != 0:
-        return None
+        message = done.stderr.decode(errors="replace").strip()
+        if "couldn't find remote ref HEAD" in message or "unknown revision" in message:
+            return None  # an unborn HEAD: the job left no commit at all
+        raise PublishError(
+            "cannot copy the job's commits into the mirror: "
+            + (message.splitlines()[-1] if message else f"git exit {done.returncode}")
+        )
     return rev_parse(ws.mirror, job_ref(ws))
 
 

@@ -991,6 +991,11 @@ class FakeGitHub:
             self.nodes[queue.node_id] = queue
         return queue
 
+    @_locked
+    def queue_entry(self, pr: PullRequest) -> QueueEntry | None:
+        """The PR's entry in its base branch's merge queue, None when it is not queued."""
+        return self._entry(pr)
+
     def _entry(self, pr: PullRequest) -> QueueEntry | None:
         queue = pr.repo.queues.get(pr.base_ref)
         return None if queue is None else queue.entry_for(pr)

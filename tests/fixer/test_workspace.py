@@ -23,8 +23,8 @@ import pytest
 from landbot.fixer.workspace import (
     JOB_REFS,
     LANDBOT,
-    Workspaces,
     WorkspaceError,
+    Workspaces,
     auth_config,
 )
 from landbot.testing import FakeGitHub
@@ -35,7 +35,9 @@ QUEST = "# [S] Ship it\n\n## Required\n\n- [Design](design.md)\n"
 
 
 @pytest.fixture(autouse=True)
-def _isolated_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_git(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """No developer config (identity, helpers, hooks) reaches the repositories."""
     monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
@@ -94,9 +96,7 @@ def as_sandbox_uid(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def inodes(folder: Path) -> dict[str, int]:
-    return {
-        str(p.relative_to(folder)): p.stat().st_ino for p in folder.rglob("*") if p.is_file()
-    }
+    return {str(p.relative_to(folder)): p.stat().st_ino for p in folder.rglob("*") if p.is_file()}
 
 
 # --- the mirror -----------------------------------------------------------------------
@@ -141,7 +141,9 @@ def test_the_mirror_is_root_only_and_outside_the_work_tree(
         assert as_sandbox_uid(Path("/"), "ls", str(job.path)).returncode == 0
 
 
-def test_a_failed_first_clone_leaves_no_mirror(gh: FakeGitHub, repo: Repository, root: Path) -> None:
+def test_a_failed_first_clone_leaves_no_mirror(
+    gh: FakeGitHub, repo: Repository, root: Path
+) -> None:
     ws = workspaces(gh, root)
     with pytest.raises(WorkspaceError, match="refs/pull/99/head"):
         with ws.job(repo.full_name, 99, "0" * 40, "main"):
@@ -191,9 +193,12 @@ def test_work_tree_is_at_the_pr_head_and_owned_by_the_sandbox_uid(
         assert author.strip() == f"{LANDBOT.name} <{LANDBOT.email}>"
         # The commit stayed in the job's own repository: the mirror did not get it.
         new = as_sandbox_uid(job.path, "git", "rev-parse", "HEAD").stdout.strip()
-        assert subprocess.run(
-            ["git", f"--git-dir={job.mirror}", "cat-file", "-e", new], capture_output=True
-        ).returncode != 0
+        assert (
+            subprocess.run(
+                ["git", f"--git-dir={job.mirror}", "cat-file", "-e", new], capture_output=True
+            ).returncode
+            != 0
+        )
 
 
 def test_work_tree_is_removed_after_the_job_even_when_it_raises(
@@ -248,8 +253,16 @@ def test_stale_jobs_are_pruned_and_live_ones_kept(
     pr = gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
     ws = workspaces(gh, root)
     crashed = subprocess.run(
-        [sys.executable, "-c", _CRASH, str(ws.root), gh.git_url, repo.full_name, str(pr.number),
-         pr.head_sha],
+        [
+            sys.executable,
+            "-c",
+            _CRASH,
+            str(ws.root),
+            gh.git_url,
+            repo.full_name,
+            str(pr.number),
+            pr.head_sha,
+        ],
         capture_output=True,
         text=True,
     )
@@ -367,9 +380,7 @@ def _files_containing(folder: Path, needles: list[bytes]) -> list[Path]:
     return hits
 
 
-def test_the_token_is_never_written_anywhere(
-    gh: FakeGitHub, repo: Repository, root: Path
-) -> None:
+def test_the_token_is_never_written_anywhere(gh: FakeGitHub, repo: Repository, root: Path) -> None:
     token = "ghs_" + "T0kenT0kenT0ken" * 2
     needles = [token.encode(), base64.b64encode(f"x-access-token:{token}".encode())]
     head, _ = _conflicting(gh, repo, code=True)
@@ -378,8 +389,15 @@ def test_the_token_is_never_written_anywhere(
         assert _files_containing(ws.root, needles) == []
         for where in ([f"--git-dir={job.mirror}"], ["-C", str(job.path)]):
             listed = subprocess.run(
-                ["git", "-c", f"safe.directory={job.path}", *where, "config", "--list",
-                 "--show-origin"],
+                [
+                    "git",
+                    "-c",
+                    f"safe.directory={job.path}",
+                    *where,
+                    "config",
+                    "--list",
+                    "--show-origin",
+                ],
                 capture_output=True,
             ).stdout
             assert listed and not any(n in listed for n in needles)
@@ -456,8 +474,11 @@ def test_a_token_reaches_git_for_a_private_repository(
     handler = type(
         "Handler",
         (_GitOverHTTP,),
-        {"project_root": gh.root, "authorization": header[1].removeprefix("Authorization: "),
-         "seen": []},
+        {
+            "project_root": gh.root,
+            "authorization": header[1].removeprefix("Authorization: "),
+            "seen": [],
+        },
     )
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -72,11 +72,11 @@ def test_wrong_input_field_is_rejected_before_anything_runs(
     assert (
         "InputObject 'DequeuePullRequestInput' doesn't accept argument 'pullRequestId'" in messages
     )
-    assert gh._entry(pr) is not None  # nothing ran
+    assert gh.queue_entry(pr) is not None  # nothing ran
 
     right = "mutation($id: ID!) { dequeuePullRequest(input: {id: $id}) { clientMutationId } }"
     assert "errors" not in graphql(api, right, id=pr.node_id)
-    assert gh._entry(pr) is None
+    assert gh.queue_entry(pr) is None
 
 
 def test_syntax_error_and_missing_query(api: httpx.Client, graphql: Post) -> None:
@@ -124,9 +124,9 @@ def test_enqueue_refuses_a_stale_expected_head(
     }"""
     stale = graphql(api, enqueue, id=pr.node_id, head="0" * 40)
     assert stale["errors"][0]["type"] == "UNPROCESSABLE"
-    assert gh._entry(pr) is None
+    assert gh.queue_entry(pr) is None
     assert "errors" not in graphql(api, enqueue, id=pr.node_id, head=pr.head_sha)
-    assert gh._entry(pr) is not None
+    assert gh.queue_entry(pr) is not None
 
 
 def test_not_found_and_pagination_rules(
@@ -245,7 +245,7 @@ def test_merge_queue_entries_and_node_lookup(
         1,
         one.number,
     )
-    entry = gh._entry(one)
+    entry = gh.queue_entry(one)
     assert entry is not None and entry.group is not None
     assert first["headCommit"]["oid"] == entry.group.head_sha
     assert first["baseCommit"]["oid"] == entry.group.base_sha
@@ -308,11 +308,11 @@ def test_mutation_needs_write_access(
     with httpx.Client(base_url=server.url, headers={"Authorization": f"token {reader}"}) as client:
         body = graphql(client, enqueue, id=pr.node_id)
     assert body["errors"][0]["type"] == "FORBIDDEN"
-    assert gh._entry(pr) is None
+    assert gh.queue_entry(pr) is None
     gh.add_collaborator(repo, "passer-by", "write")
     with httpx.Client(base_url=server.url, headers={"Authorization": f"token {reader}"}) as client:
         assert "errors" not in graphql(client, enqueue, id=pr.node_id)
-    assert gh._entry(pr) is not None
+    assert gh.queue_entry(pr) is not None
 
 
 def test_a_field_the_fake_does_not_serve_fails_loudly(

@@ -91,7 +91,7 @@ def test_a_failing_pr_is_dropped_with_ci_failure(gh: FakeGitHub, repo: Repositor
         event="merge_group",
     )
     gh.enable_auto_merge(pr, actor="maintainer")  # PR checks pass: queued at once
-    assert gh._entry(pr) is not None
+    assert gh.queue_entry(pr) is not None
     gh.webhooks.clear()
 
     steps = gh.run_queue(repo)
@@ -181,11 +181,11 @@ def test_auto_merge_waits_for_passing_checks(gh: FakeGitHub, repo: Repository) -
     gh.set_checks(repo, CheckScenario.failing(), event="pull_request")
     red = gh.open_pull_request(repo, head="red", files={"red.txt": "1\n"})
     gh.enable_auto_merge(red, actor="maintainer")
-    assert gh._entry(red) is None and red.auto_merge is not None  # armed, not queued
+    assert gh.queue_entry(red) is None and red.auto_merge is not None  # armed, not queued
 
     gh.set_checks(repo, CheckScenario.passing(), pr=red, event="pull_request")
     gh.push(repo, "red", {"red.txt": "2\n"}, author="maintainer")  # new head, checks re-run
-    assert gh._entry(red) is not None  # control: green checks enqueue it
+    assert gh.queue_entry(red) is not None  # control: green checks enqueue it
     assert (
         gh.deliveries_of("pull_request", "enqueued")[-1].payload["sender"]["login"] == "maintainer"
     )
@@ -213,7 +213,7 @@ def test_a_git_push_to_a_queued_head_removes_it(
     pr = gh.open_pull_request(repo, head="feature", files={"app.py": "ANSWER = 42\n"})
     gh.enqueue(pr, actor="maintainer")
     gh.queue_step(repo)
-    assert gh._entry(pr) is not None  # control: queued until the push
+    assert gh.queue_entry(pr) is not None  # control: queued until the push
     old_head = pr.head_sha
 
     work = tmp_path / "work"
@@ -228,7 +228,7 @@ def test_a_git_push_to_a_queued_head_removes_it(
 
     assert ("acme/widgets", "refs/heads/feature", old_head, new_head) in changes
     assert pr.head_sha == new_head
-    assert gh._entry(pr) is None
+    assert gh.queue_entry(pr) is None
     assert (
         gh.deliveries_of("pull_request", "dequeued")[-1].payload["reason"]
         == "UNKNOWN_REMOVAL_REASON"

@@ -103,6 +103,6 @@ def test_graphql_rate_limited_in_a_200(
     limited = graphql(api, ENQUEUE, id=pr.node_id)
     assert limited["errors"][0]["type"] == "RATE_LIMITED"
     assert "data" not in limited
-    assert gh._entry(pr) is None  # nothing was done
+    assert gh.queue_entry(pr) is None  # nothing was done
     assert "errors" not in graphql(api, ENQUEUE, id=pr.node_id)  # control
-    assert gh._entry(pr) is not None
+    assert gh.queue_entry(pr) is not None
