@@ -73,14 +73,6 @@ def serve(kind: str, port: int, db: str, synchronous: str | None) -> None:
             )
             store.engine.dispose()
         app = create_app(settings, store)
-        if os.environ.get("BG_CKPT"):
-            import threading
-            def ck() -> None:
-                c = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
-                while True:
-                    time.sleep(float(os.environ["BG_CKPT"]))
-                    c.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-            threading.Thread(target=ck, daemon=True).start()
     else:
 
         async def ack(request: Request) -> Response:

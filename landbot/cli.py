@@ -357,10 +357,46 @@ def fixer_run(
     workdir: Annotated[Path, typer.Option(help="A local checkout.")],
     evidence: Annotated[Path | None, typer.Option(help="Evidence JSON from triage.")] = None,
     agent: Annotated[str | None, typer.Option(help="command, codex, claude or opencode.")] = None,
+    timeout: Annotated[float, typer.Option(help="Wall-clock limit in seconds.")] = 1800.0,
+    memory: Annotated[int, typer.Option(help="Memory cap in MB.")] = 4096,
+    model: Annotated[
+        str | None, typer.Option(help="Model name the agent asks for (its default if unset).")
+    ] = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Run one land-fixer job on a local checkout; prints the verdict JSON."""
-    raise NotBuiltError("fixer run", "fixer")
+    """Run one land-fixer job on a local checkout; prints the verdict JSON.
+
+    The agent runs in the sandbox with the checkout as its work tree (in the middle of a
+    merge, for a conflict); nothing is pushed. Exits 0 when the agent gave a verdict
+    (whatever it says), 1 when it gave none (no verdict, garbage, a timeout), 2 on a usage
+    or environment error. The agent's own output goes to stderr.
+    """
+    import json
+
+    from landbot.config import load_settings
+    from landbot.fixer.job import JobLimits, run_local_job
+
+    if timeout <= 0 or memory <= 0:
+        _fail("--timeout and --memory must be positive")
+    settings = load_settings(config)
+    outcome = run_local_job(
+        settings,
+        workdir,
+        evidence_file=evidence,
+        agent_name=agent,
+        limits=JobLimits(timeout=timeout, memory_mb=memory),
+        model=model,
+    )
+    for tail in (outcome.stdout_tail, outcome.stderr_tail):
+        if tail:
+            sys.stderr.write(tail.decode(errors="replace"))
+            sys.stderr.write("" if tail.endswith(b"\n") else "\n")
+    for refusal in outcome.refused:
+        typer.echo(f"landbot: the proxy refused {refusal}", err=True)
+    if not outcome.verdict.from_agent:
+        typer.echo(f"landbot: {outcome.verdict.summary}", err=True)
+    typer.echo(json.dumps(outcome.verdict.to_json()))
+    raise typer.Exit(0 if outcome.verdict.from_agent else 1)
 
 
 @app_app.command("manifest")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -247,6 +248,20 @@ def layout_problem(ws: Workspace) -> str | None:
 def import_result(ws: Workspace) -> str | None:
     """Copy the job's HEAD into the mirror (under a job ref); its sha, or None if the job
     left no HEAD commit."""
+    gitdir = str(ws.path / ".git")
+    # The local transport runs upload-pack without our command-line config, so the one
+    # exception to git's ownership check (the work tree is the sandbox uid's) and hooks
+    # off go on upload-pack's own command line.
+    upload_pack = " ".join(
+        [
+            "git",
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            shlex.quote(f"safe.directory={gitdir}"),
+            "upload-pack",
+        ]
+    )
     with file_lock(ws.mirror_lock):
         done = run_git(
             [
@@ -254,17 +269,13 @@ def import_result(ws: Workspace) -> str | None:
                 "--no-tags",
                 "--no-write-fetch-head",
                 "--quiet",
+                f"--upload-pack={upload_pack}",
                 "--end-of-options",
-                str(ws.path),
+                gitdir,
                 f"+HEAD:{job_ref(ws)}",
             ],
             git_dir=ws.mirror,
-            config=[
-                # The work tree is owned by the sandbox uid; this path only.
-                ("safe.directory", str(ws.path)),
-                ("transfer.fsckObjects", "true"),
-                ("protocol.file.allow", "always"),
-            ],
+            config=[("transfer.fsckObjects", "true"), ("protocol.file.allow", "always")],
             check=False,
         )
     if done.returncode != 0:

@@ -99,8 +99,10 @@ def parse_verdict(data: bytes) -> AgentVerdict:
         text = fenced.group(1).strip()
     try:
         obj = json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise VerdictError(f"it is not JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise VerdictError("it is JSON nested too deeply") from None
     if not isinstance(obj, dict):
         raise VerdictError(f"it is a JSON {type(obj).__name__}, not an object")
     verdict = obj.get("verdict")
@@ -164,7 +166,10 @@ def out_of_memory(memory_mb: int) -> AgentVerdict:
 
 
 def judge(
-    candidates: list[bytes | None], *, exit_code: int, timed_out_after: float | None = None,
+    candidates: list[bytes | None],
+    *,
+    exit_code: int,
+    timed_out_after: float | None = None,
     oom_mb: int | None = None,
 ) -> AgentVerdict:
     """The job's verdict from what the agent left (pure).

@@ -520,6 +520,17 @@ class Workspaces:
             outcome = self._merge(work, head_sha, base_ref, base_sha, head_ref or f"#{number}")
         config_sha = hashlib.sha256((work / ".git" / "config").read_bytes()).hexdigest()
         chown_tree(work, self.uid, self.gid)
+        # The chown changed every file's owner and ctime, which the index records: refresh
+        # it, or the agent's git would call every file modified ("not uptodate").
+        run_git(
+            ["update-index", "-q", "--refresh"],
+            cwd=work,
+            config=[("safe.directory", str(work))],
+            check=False,
+        )
+        index = work / ".git" / "index"
+        if index.exists():
+            os.lchown(index, self.uid, self.gid)
         return Workspace(
             repo=repo,
             number=number,

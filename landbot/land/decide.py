@@ -97,7 +97,9 @@ def _requeue_or_hand_back(drop: Drop, history: History, policy: Policy, *, topic
 
 def _fix_or_hand_back(drop: Drop, evidence: Evidence, history: History, policy: Policy) -> Decision:
     topic = "conflict" if drop.reason == "merge_conflict" else "failed_checks"
-    if not policy.fixer_enabled:
+    # A conflict only in quest files needs no agent: the quest merge driver resolves it.
+    mechanical = drop.reason == "merge_conflict" and evidence.conflicts_all_quest
+    if not (policy.fixer_enabled or mechanical):
         return Decision(
             "handed_back",
             (Status("handed_back"), HandBack(topic)),
@@ -109,9 +111,7 @@ def _fix_or_hand_back(drop: Drop, evidence: Evidence, history: History, policy: 
             (Status("handed_back"), HandBack(f"{topic}_fixer_spent")),
             "the fixer already had its attempt at this head",
         )
-    mode: Literal["agent", "merge_driver"] = (
-        "merge_driver" if evidence.conflicts_all_quest else "agent"
-    )
+    mode: Literal["agent", "merge_driver"] = "merge_driver" if mechanical else "agent"
     return Decision(
         "pending",
         (RunFixer(drop.head_sha, mode), Status(f"fixing_{topic}")),

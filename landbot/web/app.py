@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -27,6 +28,7 @@ from landbot.web import dashboard, metrics
 from landbot.web.body import MAX_BODY_BYTES, BadContentLength, BodyTooLarge, read_capped
 from landbot.web.signature import header_problem, signature_matches
 from landbot.web.stats import store_gauges
+from landbot.web.wal import WalCheckpointer
 
 log = logging.getLogger("landbot.web")
 
@@ -261,8 +263,23 @@ def create_app(
     max_body_bytes: int = MAX_BODY_BYTES,
 ) -> Starlette:
     """The Starlette app. The caller owns `store` (and closes it); `worker_alive` is polled
-    by /healthz when given. Counters are at `app.state.counters`."""
+    by /healthz when given. Counters are at `app.state.counters`. Under a server, the app's
+    lifespan runs SQLite's WAL checkpoints in a background thread (landbot.web.wal)."""
     receiver = _Receiver(settings, store, worker_alive, max_body_bytes)
+    checkpointer = WalCheckpointer.for_engine(store.engine)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # Runs under a server (uvicorn); a bare TestClient skips it, which only means
+        # SQLite checkpoints stay inline as they are by default.
+        if checkpointer is not None:
+            checkpointer.start()
+        try:
+            yield
+        finally:
+            if checkpointer is not None:
+                checkpointer.stop()
+
     if receiver.secret is None:
         log.warning(
             "LANDBOT_GITHUB__WEBHOOK_SECRET is not set: every webhook delivery will be "
@@ -274,7 +291,9 @@ def create_app(
             Route("/healthz", receiver.healthz, methods=["GET"]),
             Route("/metrics", receiver.metrics, methods=["GET"]),
             Route("/", receiver.dashboard, methods=["GET"]),
-        ]
+        ],
+        lifespan=lifespan,
     )
     app.state.counters = receiver.counters
+    app.state.checkpointer = checkpointer
     return app

@@ -512,6 +512,22 @@ def test_an_agent_resolved_conflict_is_published_and_one_without_the_base_refuse
     assert world.branch(repo, "feat") == new
 
 
+def test_a_merge_that_drops_the_base_s_workflow_change_is_refused(world: World) -> None:
+    repo = world.repo(files=QUEST_FILES)
+    pr = _conflict(world, repo, code=True)  # the base also changed the workflow
+    with world.job(repo, pr, merge=True) as ws:
+        (ws.path / "app.py").write_text("ANSWER = 42\n")
+        # Keeping the PR's old workflow in the merge: no commit "changes" it against both
+        # parents, but landing it would undo the base's workflow change.
+        as_agent(ws, "git", "checkout", "HEAD", "--", ".github/workflows/ci.yml")
+        as_agent(ws, "git", "add", "app.py")
+        as_agent(ws, "git", "commit", "-q", "--no-edit")
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    only_refusal(result, "the fix changes it: .github/workflows/ci.yml is a protected path")
+    assert world.branch(repo, "feat") == pr.head_sha
+    # The control is the agent-resolved conflict above: the base's workflow kept, pushed.
+
+
 def test_the_token_never_lands_in_a_file_or_the_config(world: World) -> None:
     repo = world.repo()
     pending_checks(world, repo)
@@ -542,3 +558,38 @@ def test_the_token_never_lands_in_a_file_or_the_config(world: World) -> None:
         # The control: the scan does find the token when it is there.
         (ws.job_dir / "planted").write_bytes(b"x " + needles[0])
         assert leaks(state) == [ws.job_dir / "planted"]
+
+
+def test_a_fix_committed_inside_the_real_sandbox_is_published(world: World) -> None:
+    """The whole host side around bubblewrap: the job's checkout works in the sandbox (its
+    own .git, hooks and config read-only, the mirror out of sight) and its commit lands."""
+    from landbot.fixer.sandbox import SandboxUnavailable, check_host, run_sandboxed
+
+    try:
+        check_host()
+    except SandboxUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must be able to run the sandbox: {exc}")
+        pytest.skip(f"this host cannot run the sandbox: {exc}")
+    repo = world.repo()
+    pending_checks(world, repo)
+    pr = world.gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
+    script = (
+        "set -e; test ! -e {mirror}; printf 'ANSWER = 42  # fixed\\n' > app.py; "
+        "git commit -qam 'Fix inside the sandbox'; git rev-parse HEAD"
+    )
+    with world.job(repo, pr) as ws:
+        done = run_sandboxed(
+            ["/bin/sh", "-c", script.format(mirror=ws.mirror)],
+            ws.path,
+            timeout=60,
+            memory_mb=512,
+            capture=True,
+            uid=UID,
+            gid=GID,
+        )
+        assert done.returncode == 0, (done.stderr or b"").decode()
+        new = (done.stdout or b"").decode().strip()
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    assert result.pushed_sha == new, result.refused
+    assert world.branch(repo, "feat") == new and result.auto_merge_armed

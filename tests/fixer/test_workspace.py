@@ -181,6 +181,8 @@ def test_work_tree_is_at_the_pr_head_and_owned_by_the_sandbox_uid(
         # git accepts the tree as the sandbox uid and can commit in it.
         head = as_sandbox_uid(job.path, "git", "rev-parse", "HEAD")
         assert head.stdout.strip() == pr.head_sha, head.stderr
+        # The index matches the chowned files without a refresh (diff-files does none).
+        assert as_sandbox_uid(job.path, "git", "diff-files", "--quiet").returncode == 0
         assert as_sandbox_uid(job.path, "git", "status", "--porcelain").stdout == ""
         assert as_sandbox_uid(job.path, "git", "rev-parse", "origin/main").stdout.strip() == (
             job.base_sha

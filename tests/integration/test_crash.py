@@ -51,7 +51,9 @@ def wait_for(predicate, timeout: float = 60.0) -> None:  # type: ignore[no-untyp
         time.sleep(0.1)
 
 
-@pytest.mark.parametrize("failpoint", ["after_decide", "before_requeue", "after_requeue"])
+@pytest.mark.parametrize(
+    "failpoint", ["after_decide", "before_requeue", "after_requeue", "before_status"]
+)
 def test_killed_worker_acts_once_after_restart(
     world: World, tmp_path: Path, failpoint: str
 ) -> None:

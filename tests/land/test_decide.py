@@ -76,7 +76,11 @@ def test_invariants_hold_for_every_input() -> None:
                 assert a.head_sha == HEAD
                 assert hist.requeues < policy.max_requeues_per_head
             if isinstance(a, RunFixer):
-                assert policy.fixer_enabled and hist.fixer_attempts < 1 and result is None
+                assert hist.fixer_attempts < 1 and result is None
+                assert policy.fixer_enabled or a.mode == "merge_driver"
+                assert a.mode == "agent" or (
+                    drop.reason == "merge_conflict" and ev.conflicts_all_quest
+                )
         # A hand-back always comes with the status comment, and at most one of each.
         if HandBack in kinds:
             assert Status in kinds
@@ -228,15 +232,25 @@ def test_decision_table(reason, cls, hist, fixer_on, outcome, actions) -> None: 
     assert (d.outcome, kinds(d)) == (outcome, actions)
 
 
-def test_quest_only_conflict_goes_to_the_merge_driver() -> None:
+@pytest.mark.parametrize("fixer_on", [False, True])
+def test_quest_only_conflict_goes_to_the_merge_driver_even_without_an_agent(fixer_on: bool) -> None:
     d = decide(
         replace(DROP, reason="merge_conflict"),
         OPEN,
         Evidence(conflict_files=("quest/a.md",), conflicts_all_quest=True),
         History(),
-        Policy(fixer_enabled=True),
+        Policy(fixer_enabled=fixer_on),
     )
     assert kinds(d) == [("RunFixer", "merge_driver"), ("Status", "fixing_conflict")]
+    # The control: a code conflict without an agent is handed back.
+    code = decide(
+        replace(DROP, reason="merge_conflict"),
+        OPEN,
+        Evidence(conflict_files=("app.py",)),
+        History(),
+        Policy(fixer_enabled=False),
+    )
+    assert kinds(code) == [("Status", "handed_back"), ("HandBack", "conflict")]
 
 
 @pytest.mark.parametrize(
