@@ -78,9 +78,7 @@ def main() -> None:
             )
         cli_args = ["--workdir", str(work), "--", "true"]
         typer_cli = median_ms(
-            lambda: subprocess.run(
-                [LANDBOT, "sandbox", "run", *cli_args], check=True, env=env
-            ),
+            lambda: subprocess.run([LANDBOT, "sandbox", "run", *cli_args], check=True, env=env),
             args.runs,
         )
         fast_cli = median_ms(

@@ -219,7 +219,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 def run_one(kind: str, rate: float, duration: float, synchronous: str | None) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="landbot-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="webhook-ack-bench-") as tmp:
         db = str(Path(tmp) / "landbot.db")
         port = free_port()
         me = [sys.executable, __file__]

@@ -191,10 +191,38 @@ def status(
 def demo(
     agent: Annotated[str, typer.Option(help="Agent to use: scripted or codex.")] = "scripted",
     json_: JsonOpt = False,
+    keep: Annotated[
+        bool, typer.Option("--keep", help="Keep the demo's folder (repositories, store).")
+    ] = False,
     config: ConfigOpt = None,
 ) -> None:
-    """The whole pipeline on an embedded simulated GitHub, real git and the real sandbox."""
-    raise NotBuiltError("demo", "demo")
+    """The whole pipeline on an embedded simulated GitHub, real git and the real sandbox.
+
+    Five pull requests join the merge queue of a real git repository; four of them tell a
+    story (a flaky runner, a quest check failure, a quest conflict, a genuine bug the
+    fixer repairs). Exits 0 when every story ended as described, 1 when one did not.
+    """
+    from landbot.config import load_settings
+    from landbot.demo.run import run_demo
+
+    base = load_settings(config)  # the operator's [sandbox] and [triage] settings apply
+    if json_:
+        from landbot.demo.render import PlainReporter
+
+        outcome = run_demo(agent, base, PlainReporter(sys.stderr), keep=keep)
+        typer.echo(outcome.dumps())
+    else:
+        from rich.console import Console
+
+        from landbot.demo.render import ConsoleReporter, print_summary
+
+        console = Console()
+        reporter = ConsoleReporter(console)
+        with console.status("[dim]starting…[/]") as status:
+            reporter.status = status
+            outcome = run_demo(agent, base, reporter, keep=keep)
+        print_summary(console, outcome)
+    raise typer.Exit(0 if outcome.as_described else 1)
 
 
 # --- triage ---------------------------------------------------------------------------

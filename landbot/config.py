@@ -66,6 +66,13 @@ class PolicySettings(BaseModel):
 
 
 class FixerSettings(BaseModel):
+    @property
+    def enabled(self) -> bool:
+        """An agent is configured: a command, or a model agent with a model endpoint."""
+        if self.agent == "command":
+            return bool(self.command)
+        return self.model_url is not None
+
     agent: str = Field("command", description="command, codex, claude or opencode")
     command: list[str] = Field(
         default_factory=list, description="argv of the command agent (JSON list in env)"
@@ -74,7 +81,13 @@ class FixerSettings(BaseModel):
     model_api_key: SecretStr | None = Field(
         None, description="provider key, added by the proxy; never enters the sandbox"
     )
+    model: str | None = Field(None, description="model name passed to the agent")
     concurrency: int = Field(1, ge=1, description="fixer jobs at a time")
+    timeout: float = Field(1800, gt=0, description="wall-clock limit of one agent run, seconds")
+    memory_mb: int = Field(4096, ge=64, description="memory cap of one agent run, MB")
+    state_dir: Path = Field(
+        Path(".landbot"), description="host folder for mirrors and job work trees"
+    )
     protected_paths: list[str] = Field(
         default_factory=lambda: [".github/workflows/**"],
         description="globs a fix may not touch (JSON list in env)",

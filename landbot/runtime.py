@@ -11,8 +11,9 @@ from landbot.errors import LandbotError
 
 if TYPE_CHECKING:
     from landbot.github.client import GitHubClient
-    from landbot.intake.worker import Worker
+    from landbot.intake.worker import FixRunner, Worker
     from landbot.land.loop import Lander
+    from landbot.land.model import Drop, Evidence, FixerResult
     from landbot.store import Store
 
 
@@ -59,7 +60,33 @@ def make_lander(
         make_github(settings),
         progress=progress,
         failpoint=failpoint_from_env(),
+        fixer_enabled=settings.fixer.enabled,
     )
+
+
+def make_fixer(settings: Settings, lander: Callable[[], Lander]) -> FixRunner:
+    """The land-fixer job as the worker runs it: host-side workspace, sandboxed agent,
+    host-side publishing, with the lander's GitHub client."""
+    from landbot.fixer.job import JobLimits, run_fix_job
+    from landbot.fixer.workspace import Workspaces
+
+    workspaces: list[Workspaces] = []  # made on first use: a worker may never see a fix job
+
+    def run(drop: Drop, evidence: Evidence) -> FixerResult:
+        if not workspaces:
+            workspaces.append(Workspaces.from_settings(settings, settings.fixer.state_dir))
+        limits = JobLimits(timeout=settings.fixer.timeout, memory_mb=settings.fixer.memory_mb)
+        return run_fix_job(
+            settings,
+            lander().gh,  # type: ignore[arg-type]  # the real client meets FixClient
+            workspaces[0],
+            drop,
+            evidence,
+            limits=limits,
+            model=settings.fixer.model,
+        )
+
+    return run
 
 
 def make_worker(settings: Settings, store: Store) -> Worker:
@@ -67,9 +94,17 @@ def make_worker(settings: Settings, store: Store) -> Worker:
 
     from landbot.intake.worker import Worker
 
+    landers: list[Lander] = []
+
+    def lander() -> Lander:
+        if not landers:
+            landers.append(make_lander(settings, store))
+        return landers[0]
+
     return Worker(
         store,
-        lambda: make_lander(settings, store),
+        lander,
+        fixer=make_fixer(settings, lander),
         lease=dt.timedelta(seconds=settings.worker.lease_seconds),
         idle_sleep=settings.worker.idle_sleep,
     )

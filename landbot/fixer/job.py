@@ -176,6 +176,14 @@ def _tail(data: bytes | None) -> bytes:
 # --- running the agent ----------------------------------------------------------------
 
 
+def require_model(agent: Agent, settings: Settings) -> None:
+    if agent.needs_model and not settings.fixer.model_url:
+        raise LandbotError(
+            f"the {agent.name} agent needs a model: set [fixer] model_url "
+            "(LANDBOT_FIXER__MODEL_URL) and [fixer] model_api_key"
+        )
+
+
 def run_agent(
     task: Task,
     workdir: Path,
@@ -202,11 +210,7 @@ def run_agent(
     outputs = outputs_dir(workdir)
     paths = JobPaths(inputs=Path(os.path.realpath(inputs)), outputs=outputs)
     use_proxy = bool(settings.fixer.model_url or settings.sandbox.allowed_hosts)
-    if agent.needs_model and not settings.fixer.model_url:
-        raise LandbotError(
-            f"the {agent.name} agent needs a model: set [fixer] model_url "
-            "(LANDBOT_FIXER__MODEL_URL) and [fixer] model_api_key"
-        )
+    require_model(agent, settings)
     prompt = build_prompt(task)
     with contextlib.ExitStack() as stack:
         proxy = stack.enter_context(ModelProxy.from_settings(settings)) if use_proxy else None
@@ -228,7 +232,7 @@ def run_agent(
             memory_mb=limits.memory_mb,
             pids_max=limits.pids_max,
             env=invocation.env,
-            extra_ro_paths=(paths.inputs, *invocation.read_only),
+            extra_ro_paths=(paths.inputs, *invocation.read_only, *settings.sandbox.read_only),
             proxy=proxy.endpoint if proxy is not None else None,
             capture=True,
             uid=uid,
@@ -466,6 +470,7 @@ def run_local_job(
         except ValueError as exc:
             raise LandbotError(f"the evidence file {evidence_file} is not JSON: {exc}") from None
     agent = make_agent(agent_name or settings.fixer.agent, settings.fixer.command)
+    require_model(agent, settings)
     check_host()
     task = local_task(real, data)
     task = replace(task, protected_paths=tuple(settings.fixer.protected_paths))

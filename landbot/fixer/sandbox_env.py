@@ -19,12 +19,6 @@ SANDBOX_TMPDIR = "/tmp"
 
 SECRET_SUFFIXES = ("_TOKEN", "_SECRET", "_KEY", "_PASSWORD")
 
-# Top-level fields of landbot.config.Settings: `LANDBOT_<FIELD>` and `LANDBOT_<FIELD>__…`
-# configure the bot itself (a database URL may hold a password), so they are never job
-# variables. A test keeps this in step with Settings.model_fields.
-SETTINGS_FIELDS = frozenset(
-    {"github", "database_url", "repos", "policy", "fixer", "sandbox", "triage"}
-)
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -40,11 +34,18 @@ def is_secret_name(name: str) -> bool:
 
 
 def is_settings_name(name: str) -> bool:
+    """Whether `name` configures the bot itself (`LANDBOT_<FIELD>` or `LANDBOT_<FIELD>__…`):
+    never a job variable, since a setting may hold a secret (a database URL's password)."""
     upper = name.upper()
     if not upper.startswith("LANDBOT_"):
         return False
-    field = upper[len("LANDBOT_") :].split("__", 1)[0].lower()
-    return field in SETTINGS_FIELDS
+    rest = upper[len("LANDBOT_") :]
+    if "__" in rest:
+        return True  # every nested setting
+    # Imported here, not at the top: only a passed job variable pays for pydantic.
+    from landbot.config import Settings
+
+    return rest.lower() in Settings.model_fields
 
 
 def check_job_variable(name: str, value: str) -> None:

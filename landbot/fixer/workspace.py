@@ -10,21 +10,30 @@
 
 Layout under the root folder:
 
-    mirrors/            mode 700, root only: the sandbox uid cannot even reach it
-      OWNER/REPO.git    bare mirror; fetches only refs/pull/N/head and the base branch
-      OWNER/REPO.lock   flock: one fetch, clone or gc at a time per mirror
-    jobs/               mode 755, so bubblewrap (started as the sandbox uid) can bind
+    mirrors/                 mode 700, root only: the sandbox uid cannot even reach it
+      OWNER/REPO.git         bare mirror; fetches only refs/pull/N/head and the base branch
+      OWNER/REPO.lock        flock: one fetch, clone or gc at a time per mirror
+      OWNER/REPO.trees/SHA   a pristine checkout of SHA, owned by the sandbox uid (overlay)
+    jobs/                    mode 755, so bubblewrap (started as the sandbox uid) can bind
       OWNER.REPO.prN.XXXX/   one job, root-owned; `.lock` held while the job lives
-        work/           the work tree, owned by the sandbox uid
+        work/                the work tree, owned by the sandbox uid
 
 Why a clone and not `git worktree add`: the agent commits inside the sandbox, and a linked
 work tree keeps its index, HEAD and objects in the mirror, which the sandbox must neither
-see nor write. A local clone of the mirror has its own `.git` folder (whose hooks and
-config the sandbox binds read-only) and hard-links the mirror's object files instead of
-copying them: they stay root-owned and read-only (`chown_tree` skips files with several
-links), so nothing the job does reaches the mirror. The checkout costs the same as a
-linked work tree's. `git worktree` is still used on the host, for the checkout `publish`
-runs `quest check` in; `prune` cleans up after both.
+see nor write (and, bound elsewhere, could not find). A local clone of the mirror has its
+own `.git` folder (whose hooks and config the sandbox binds read-only) and hard-links the
+mirror's object files instead of copying them: they stay root-owned and read-only
+(`chown_tree` skips files with several links), so nothing the job does reaches the
+mirror. `git worktree` is still used on the host, for the checkout `publish` runs
+`quest check` in; `prune` cleans up after both.
+
+Writing every file of a big tree is most of a job's set-up, so where the host allows it
+(root, overlayfs) the files come from an overlay instead: the lower layer is a pristine
+checkout of one commit, made once per repository and shared read-only by every job; the
+job's `.git` and whatever it changes live in its own upper layer. Checking out the PR head
+then rewrites only the files that differ from the pristine commit, and the index, already
+refreshed against the pristine files once, needs no re-hashing. Without overlayfs (no
+permission to mount) every job checks out the whole tree, with the same result.
 
 Every git command here runs with hooks off (`core.hooksPath=/dev/null`), because the
 trees hold untrusted content. A token goes to git through the environment of that one
@@ -35,9 +44,12 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import ctypes
+import errno
 import fcntl
 import hashlib
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -298,6 +310,8 @@ class Stats:
     clones: int = 0
     fetches: int = 0
     jobs: int = 0
+    overlay_jobs: int = 0
+    pristine_trees: int = 0  # pristine checkouts made (overlay)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, name: str) -> None:
@@ -316,8 +330,13 @@ class Workspaces:
         uid: int,
         gid: int,
         identity: Identity = LANDBOT,
+        overlay: bool | None = None,
     ) -> None:
+        """`overlay`: None uses overlayfs when the host allows it, False never, True
+        requires it (a job fails instead of falling back)."""
         self.root = Path(os.path.realpath(root))
+        self.overlay = overlay
+        self.overlay_problem: str | None = None  # why overlayfs was given up, if it was
         self.git_url = git_url
         self.uid = uid
         self.gid = gid
@@ -426,9 +445,11 @@ class Workspaces:
         merge driver enabled): a clean merge is committed, otherwise the tree is left in
         the middle of the merge with the conflicts for the agent."""
         job_dir, lock_fd = self._new_job_dir(repo, number)
+        held: list[int] = [lock_fd]  # the job's lock, and its pristine tree's (shared)
         try:
             yield self._prepare(
                 job_dir,
+                held,
                 repo,
                 number,
                 head_sha,
@@ -438,7 +459,7 @@ class Workspaces:
                 token=token,
             )
         finally:
-            self._remove_job(job_dir, lock_fd)
+            self._remove_job(job_dir, held)
 
     def _new_job_dir(self, repo: str, number: int) -> tuple[Path, int]:
         owner, name = split_repo(repo)
@@ -452,20 +473,23 @@ class Workspaces:
         self.stats.add("jobs")
         return job_dir, fd
 
-    def _remove_job(self, job_dir: Path, lock_fd: int) -> None:
+    def _remove_job(self, job_dir: Path, held: list[int]) -> None:
         try:
             check = job_dir / "check"
             if check.exists():
                 # publish's quest-check checkout is a linked work tree of the mirror.
                 with contextlib.suppress(WorkspaceError):
                     run_git(["worktree", "remove", "--force", str(check)], cwd=check)
-            shutil.rmtree(job_dir, ignore_errors=True)
+            if _remove_mounts(job_dir):
+                shutil.rmtree(job_dir, ignore_errors=True)
         finally:
-            os.close(lock_fd)
+            for fd in held:
+                os.close(fd)
 
     def _prepare(
         self,
         job_dir: Path,
+        held: list[int],
         repo: str,
         number: int,
         head_sha: str,
@@ -478,6 +502,7 @@ class Workspaces:
         mirror = self.mirror_path(repo)
         lock = self._prepare_lock(repo)
         work = job_dir / "work"
+        pristine: str | None = None
         with file_lock(lock):
             _, base_sha = self._sync_locked(repo, number, base_ref, token)
             if not has_commit(mirror, head_sha):
@@ -485,8 +510,12 @@ class Workspaces:
                     f"commit {head_sha} of {repo}#{number} is not in the mirror after the "
                     "fetch: the pull request's head moved; confirm the drop again"
                 )
+            if self.overlay is not False and self.overlay_problem is None:
+                pristine = self._pristine(repo, mirror, base_sha, head_sha)
+                held.append(self._use_tree(repo, pristine))
             # A local clone hard-links the object files (see the module docstring); the
             # lock keeps a gc in the mirror from swapping packs under it.
+            clone = job_dir / "clone"
             run_git(
                 [
                     "clone",
@@ -499,29 +528,36 @@ class Workspaces:
                     base_ref,
                     "--end-of-options",
                     str(mirror),
-                    str(work),
+                    str(clone),
                 ],
                 what="cloning the mirror into the job's work tree",
             )
+        gitdir = clone / ".git"
         # The job's own repository: no remote (the sandbox cannot reach one), an identity
         # for the agent's commits (the config is read-only in the sandbox), no gc.
-        run_git(["remote", "remove", "origin"], cwd=work)
+        run_git(["remote", "remove", "origin"], git_dir=gitdir)
         for key, value in (
             ("user.name", self.identity.name),
             ("user.email", self.identity.email),
             ("gc.auto", "0"),
             ("maintenance.auto", "false"),
         ):
-            run_git(["config", key, value], cwd=work)
-        run_git(["update-ref", f"refs/remotes/origin/{base_ref}", base_sha], cwd=work)
+            run_git(["config", key, value], git_dir=gitdir)
+        run_git(["update-ref", f"refs/remotes/origin/{base_ref}", base_sha], git_dir=gitdir)
+        if pristine is not None and self._mount(repo, pristine, job_dir, clone):
+            self.stats.add("overlay_jobs")
+        else:
+            if pristine is not None:
+                os.close(held.pop())  # overlayfs is not available after all
+            clone.rename(work)
         run_git(["checkout", "--quiet", "--detach", head_sha], cwd=work, what="checking out")
         outcome = None
         if merge:
             outcome = self._merge(work, head_sha, base_ref, base_sha, head_ref or f"#{number}")
         config_sha = hashlib.sha256((work / ".git" / "config").read_bytes()).hexdigest()
         chown_tree(work, self.uid, self.gid)
-        # The chown changed every file's owner and ctime, which the index records: refresh
-        # it, or the agent's git would call every file modified ("not uptodate").
+        # The chown changed the owner and ctime of what the host wrote, which the index
+        # records: refresh it, or the agent's git would call those files modified.
         run_git(
             ["update-index", "-q", "--refresh"],
             cwd=work,
@@ -544,6 +580,89 @@ class Workspaces:
             merge=outcome,
             config_sha256=config_sha,
         )
+
+    # --- overlay: pristine trees ------------------------------------------------------
+
+    def trees_path(self, repo: str) -> Path:
+        owner, name = split_repo(repo)
+        return self.mirrors / owner / f"{name}.trees"
+
+    def _pristine(self, repo: str, mirror: Path, base_sha: str, head_sha: str) -> str:
+        """The commit of the pristine tree this job's overlay sits on (under the mirror
+        lock): the newest one, unless the PR head is too far from it; then the base's."""
+        trees = self.trees_path(repo)
+        trees.mkdir(mode=0o700, exist_ok=True)
+        current = _newest_tree(trees)
+        if (
+            current is not None
+            and has_commit(mirror, current)
+            and count_changes(mirror, current, head_sha) <= PRISTINE_MAX_DRIFT
+        ):
+            return current
+        if not (trees / base_sha).is_dir():
+            self._make_tree(mirror, trees, base_sha)
+        return base_sha
+
+    def _make_tree(self, mirror: Path, trees: Path, sha: str) -> None:
+        partial = Path(tempfile.mkdtemp(prefix=".tmp-", dir=trees))
+        index = trees / f"{partial.name}.index"
+        try:
+            env = {"GIT_INDEX_FILE": str(index)}
+            run_git(["read-tree", sha], git_dir=mirror, env=env)
+            run_git(
+                [f"--work-tree={partial}", "checkout-index", "--all", "--force"],
+                git_dir=mirror,
+                env=env,
+                what="writing the pristine tree",
+            )
+            chown_tree(partial, self.uid, self.gid)
+            partial.rename(trees / sha)
+            os.utime(trees / sha)  # newest: the one later jobs sit on
+        finally:
+            index.unlink(missing_ok=True)
+            shutil.rmtree(partial, ignore_errors=True)
+        self.stats.add("pristine_trees")
+
+    def _use_tree(self, repo: str, sha: str) -> int:
+        """Hold the pristine tree (shared) while a job's overlay sits on it."""
+        fd = os.open(self.trees_path(repo) / f"{sha}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        return fd
+
+    def _mount(self, repo: str, sha: str, job_dir: Path, clone: Path) -> bool:
+        """Mount the job's overlay at job_dir/work with the clone's .git in its upper
+        layer; False (and overlayfs given up) when the host does not allow it."""
+        trees = self.trees_path(repo)
+        upper, scratch, work = job_dir / "upper", job_dir / "overlay", job_dir / "work"
+        for folder in (upper, scratch, work):
+            folder.mkdir(mode=0o755)
+        clone_git = clone / ".git"
+        clone_git.rename(upper / ".git")  # same file system: the hard links survive
+        cached = trees / f"{sha}.index"
+        if cached.is_file():
+            shutil.copyfile(cached, upper / ".git" / "index")
+        try:
+            mount_overlay(trees / sha, upper, scratch, work)
+        except OSError as exc:
+            (upper / ".git").rename(clone_git)
+            for folder in (upper, scratch, work):
+                folder.rmdir()
+            if self.overlay:
+                raise WorkspaceError(f"cannot mount the job's overlay: {exc.strerror}") from None
+            self.overlay_problem = f"overlayfs unavailable ({exc.strerror}): full checkouts"
+            return False
+        clone.rmdir()
+        if not cached.is_file():
+            # Index the pristine files once (hashing every file); later jobs copy it and
+            # git finds every entry clean from its stat data alone.
+            run_git(["read-tree", sha], cwd=work)
+            run_git(["update-index", "-q", "--refresh"], cwd=work, check=False)
+            partial = trees / f".{sha}.index.{job_dir.name}"
+            shutil.copyfile(work / ".git" / "index", partial)
+            partial.rename(cached)
+        else:
+            run_git(["update-index", "-q", "--refresh"], cwd=work, check=False)
+        return True
 
     def _merge(
         self, work: Path, head_sha: str, base_ref: str, base_sha: str, head_name: str
@@ -616,8 +735,9 @@ class Workspaces:
                     continue
                 if self._job_alive(entry):
                     continue
-                shutil.rmtree(entry, ignore_errors=True)
-                removed.append(entry)
+                if _remove_mounts(entry):  # never delete through a mount left behind
+                    shutil.rmtree(entry, ignore_errors=True)
+                    removed.append(entry)
         for owner in sorted(self.mirrors.iterdir()):
             if not owner.is_dir():
                 continue
@@ -632,6 +752,9 @@ class Workspaces:
                     if (mirror / "HEAD").is_file():
                         run_git(["worktree", "prune"], git_dir=mirror)
                         self._drop_job_refs(mirror)
+                    trees = owner / f"{name}.trees"
+                    if trees.is_dir():
+                        _prune_trees(trees)
         return removed
 
     @staticmethod
@@ -663,3 +786,90 @@ JOB_REFS = "refs/landbot/jobs"  # in a mirror: a job's imported result while it 
 
 def job_ref(ws: Workspace) -> str:
     return f"{JOB_REFS}/{ws.name}"
+
+
+# --- overlayfs ------------------------------------------------------------------------
+
+PRISTINE_MAX_DRIFT = 1000  # files a PR head may differ from the pristine tree by
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_MNT_DETACH = 2
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def mount_overlay(lower: Path, upper: Path, scratch: Path, target: Path) -> None:
+    """Mount an overlay (raises OSError). `redirect_dir=on` lets the job rename folders
+    that come from the lower layer, as on any other file system."""
+    paths = [str(p) for p in (lower, upper, scratch, target)]
+    if any(c in p for p in paths for c in ",:\\\n"):
+        raise OSError(errno.EINVAL, f"a path unfit for overlay options: {paths}")
+    options = f"lowerdir={paths[0]},upperdir={paths[1]},workdir={paths[2]},redirect_dir=on"
+    if _libc().mount(b"overlay", paths[3].encode(), b"overlay", 0, options.encode()) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+
+
+def mounts_under(folder: Path) -> list[Path]:
+    """Mount points at or below `folder` (from /proc/self/mountinfo), deepest first."""
+    top = str(folder)
+    found = []
+    with contextlib.suppress(OSError), open("/proc/self/mountinfo") as info:
+        for line in info:
+            fields = line.split(" ")
+            if len(fields) < 5:
+                continue
+            # Octal escapes (\040 for a space) in the mount point.
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+            if point == top or point.startswith(top + "/"):
+                found.append(Path(point))
+    return sorted(found, key=lambda p: len(p.parts), reverse=True)
+
+
+def _remove_mounts(folder: Path) -> bool:
+    """Unmount everything below `folder`; False if something stays mounted."""
+    for point in mounts_under(folder):
+        libc = _libc()
+        if libc.umount2(str(point).encode(), 0) != 0 and ctypes.get_errno() == errno.EBUSY:
+            libc.umount2(str(point).encode(), _MNT_DETACH)  # gone once its last user is
+    return not mounts_under(folder)
+
+
+def _newest_tree(trees: Path) -> str | None:
+    done = [p for p in trees.iterdir() if p.is_dir() and _SHA.fullmatch(p.name)]
+    if not done:
+        return None
+    return max(done, key=lambda p: p.stat().st_mtime).name
+
+
+def _prune_trees(trees: Path) -> None:
+    """Remove half-made pristine trees, and every tree but the newest no job sits on."""
+    for partial in trees.glob(".tmp-*"):
+        if partial.is_dir():
+            shutil.rmtree(partial, ignore_errors=True)
+        else:
+            partial.unlink(missing_ok=True)
+    for stray in trees.glob(".*.index.*"):
+        stray.unlink(missing_ok=True)
+    newest = _newest_tree(trees)
+    for tree in trees.iterdir():
+        if not tree.is_dir() or not _SHA.fullmatch(tree.name) or tree.name == newest:
+            continue
+        fd = os.open(trees / f"{tree.name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue  # a live job's overlay sits on it
+        else:
+            shutil.rmtree(tree, ignore_errors=True)
+            (trees / f"{tree.name}.index").unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+
+
+def count_changes(git_dir: Path, old: str, new: str) -> int:
+    out = run_git(
+        ["diff-tree", "-r", "--name-only", "-z", "--no-renames", old, new], git_dir=git_dir
+    ).stdout
+    return sum(1 for p in out.split(b"\0") if p)

@@ -40,6 +40,7 @@ from landbot.github.models import (
     MergeQueueEntry,
     PullRemovals,
     PullState,
+    QueueEvent,
     WorkflowRun,
 )
 from landbot.github.repos import repo_path, split_repo
@@ -140,6 +141,20 @@ class GitHubClient:
         for pr in out:
             self._remember(pr.node_id, repo)
         return out
+
+    def latest_queue_removal(self, repo: str, number: int) -> QueueEvent | None:
+        """The PR's latest `RemovedFromMergeQueueEvent` (one GraphQL call); None if never."""
+        owner, name = split_repo(repo)
+        data = self._graphql(
+            "latest_queue_removal", {"owner": owner, "name": name, "number": number}, repo=repo
+        )
+        node = ((data.get("repository") or {}).get("pullRequest")) or None
+        if node is None:
+            raise NotFound(404, f"pull request {repo}#{number} does not exist")
+        items = ((node.get("timelineItems") or {}).get("nodes")) or []
+        events = [self._parse(parse.queue_event, i, "timeline item") for i in items if i]
+        removals = [e for e in events if e is not None and e.kind == "removed"]
+        return removals[-1] if removals else None
 
     def merge_queue_entries(
         self, repo: str, branch: str, *, first: int = 100

@@ -20,10 +20,13 @@ from landbot.github.errors import GitHubError, NetworkError, RateLimited, Server
 from landbot.intake import events
 from landbot.intake.commands import run_comment_command
 from landbot.land.loop import Lander
+from landbot.land.model import Drop, Evidence, FixerResult
 from landbot.store import Lease, Store, utcnow
 
 log = logging.getLogger("landbot.worker")
 TRANSIENT = (NetworkError, ServerError, RateLimited)
+# Runs one land-fixer job: (the drop, the evidence its plan was decided on) → the result.
+FixRunner = Callable[[Drop, Evidence], FixerResult]
 MAX_ATTEMPTS = 5
 
 
@@ -49,12 +52,14 @@ class Worker:
         store: Store,
         lander_factory: Callable[[], Lander],
         *,
+        fixer: FixRunner | None = None,
         name: str | None = None,
         lease: dt.timedelta = dt.timedelta(seconds=120),
         idle_sleep: float = 0.5,
     ) -> None:
         self.store = store
         self.lander_factory = lander_factory
+        self.fixer = fixer
         self._lander: Lander | None = None
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self.lease = lease
@@ -117,6 +122,14 @@ class Worker:
             if lease.kind == "drop":
                 decision = self.lander.process(int(payload["drop_id"]))
                 result: Any = {"outcome": decision.outcome, "why": decision.why}
+            elif lease.kind == "fix":
+                if self.fixer is None:
+                    raise ValueError("a fix job, but no fixer is configured in this worker")
+                drop, evidence = self.lander.saved_evidence(int(payload["drop_id"]))
+                self.lander.progress(f"running the fixer on {drop.repo}#{drop.pr}")
+                outcome = self.fixer(drop, evidence)
+                decision = self.lander.process(int(payload["drop_id"]), fixer=outcome)
+                result = {"verdict": outcome.verdict, "outcome": decision.outcome}
             elif lease.kind == "command":
                 result = {"note": run_comment_command(self.lander, self.store, payload)}
             else:

@@ -8,7 +8,9 @@ commands to reproduce and to put the pull request back in the queue.
 
 from __future__ import annotations
 
-from landbot.land.model import Drop, Evidence, FixerResult, PrSnapshot
+import re
+
+from landbot.land.model import Drop, Evidence, FixerResult, JobFailure, PrSnapshot
 
 STATUS_MARKER = "<!-- landbot:status -->"
 HANDBACK_MARKER = "<!-- landbot:handback -->"
@@ -70,7 +72,7 @@ def render_status(
     fixer: FixerResult | None = None,
 ) -> str:
     nxt = _STATUS_NEXT.get(topic, "landbot is looking at it.").format(
-        why=evidence.triage_reason or evidence.triage_class or "not a test failure",
+        why=_inert(evidence.triage_reason) or evidence.triage_class or "not a test failure",
         pushed=_short(fixer.pushed_sha if fixer else None),
         author=pr.author,
     )
@@ -116,33 +118,62 @@ _DECIDE = {
 def _failed_checks(evidence: Evidence) -> list[str]:
     lines: list[str] = []
     for check in evidence.failed_checks:
-        name = f"[{check.name}]({check.url})" if check.url else check.name
+        name = f"[{_inert(check.name)}]({check.url})" if check.url else _inert(check.name)
         lines.append(f"- {name}: `{check.conclusion}`")
     return lines
 
 
 def _jobs(evidence: Evidence) -> list[str]:
+    conclusions = {(c.name, c.url): c.conclusion for c in evidence.failed_checks}
     lines: list[str] = []
     for job in evidence.jobs:
-        head = f"[{job.job}]({job.url})" if job.url else job.job
-        step = f", step **{job.step}**" if job.step else ""
-        where = ", ".join(str(n) for n in job.error_lines)
-        at = f" (log lines {where})" if where else ""
-        lines.append(f"- {head}{step}{at}: {job.summary} _(class: {job.class_})_")
+        head = f"[{_inert(job.job)}]({job.url})" if job.url else _inert(job.job)
+        conclusion = conclusions.get((job.job, job.url))
+        if conclusion:
+            head += f" `{conclusion}`"
+        step = f", step **{_inert(job.step)}**" if job.step else ""
+        lines.append(f"- {head}{step}: {_inert(job.summary)} _(class: {job.class_})_")
         if job.excerpt:
-            width = len(str(job.excerpt[-1][0]))
-            body = "\n".join(f"{n:>{width}} | {text}" for n, text in job.excerpt)
-            lines += [
-                "",
-                "  <details><summary>log excerpt</summary>",
-                "",
-                "  ```text",
-                *(f"  {line}" for line in body.splitlines()),
-                "  ```",
-                "",
-                "  </details>",
-            ]
+            lines += ["", *(f"  {line}" if line else "" for line in _excerpt(job))]
     return lines
+
+
+def _excerpt(job: JobFailure) -> list[str]:
+    """The log lines in a collapsed block: numbered, `>` on an error line, `⋮` at a gap."""
+    width = len(str(job.excerpt[-1][0]))
+    errors = set(job.error_lines)
+    body: list[str] = []
+    previous: int | None = None
+    for number, text in job.excerpt:
+        if previous is not None and number > previous + 1:
+            body.append(f"{'⋮':>{width}}")
+        mark = ">" if number in errors else "|"
+        body.append(f"{number:>{width}} {mark} {text}")
+        previous = number
+    # A fence longer than any run of backticks in the log, so no log line can close it.
+    longest = max((len(run) for line in body for run in _BACKTICKS.findall(line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    where = ", ".join(str(n) for n in job.error_lines)
+    summary = f"log excerpt (error lines {where})" if where else "log excerpt"
+    return [
+        f"<details><summary>{summary}</summary>",
+        "",
+        f"{fence}text",
+        *body,
+        fence,
+        "",
+        "</details>",
+    ]
+
+
+_BACKTICKS = re.compile(r"`+")
+# Text that comes from a log or a check name is untrusted: an @name or #123 in it must not
+# notify anyone or cross-link an issue, so a zero-width space goes after the sigil.
+_SIGIL = re.compile(r"([@#])(?=[A-Za-z0-9])")
+
+
+def _inert(text: str) -> str:
+    return _SIGIL.sub("\\1\u200b", text)
 
 
 def _reproduce(drop: Drop, pr: PrSnapshot, evidence: Evidence) -> list[str]:
@@ -182,9 +213,9 @@ def render_handback(
         if fixer.refused:
             parts.append(f"**Not published because:** {fixer.refused}")
     if evidence.triage_class and evidence.triage_reason:
-        parts += ["", f"**Triage:** {evidence.triage_class}: {evidence.triage_reason}"]
+        parts += ["", f"**Triage:** {evidence.triage_class}: {_inert(evidence.triage_reason)}"]
     if evidence.jobs:
-        parts += ["", "**Failed jobs:**", *_jobs(evidence)]
+        parts += ["", "**Failed checks on the merge group:**", *_jobs(evidence)]
     elif evidence.failed_checks:
         parts += ["", "**Failed checks on the merge group:**", *_failed_checks(evidence)]
     if evidence.conflict_files:

@@ -47,11 +47,11 @@ def decide(
     policy: Policy,
     fixer: FixerResult | None = None,
 ) -> Decision:
+    if fixer is not None:
+        return _after_fixer_confirmed(drop, pr, fixer, history, policy)
     stale = confirm(drop, pr, policy)
     if stale is not None:
         return stale
-    if fixer is not None:
-        return _after_fixer(drop, fixer, history, policy)
 
     action = policy.reasons.get(drop.reason, "note")
     if action == "ignore":
@@ -117,6 +117,27 @@ def _fix_or_hand_back(drop: Drop, evidence: Evidence, history: History, policy: 
         (RunFixer(drop.head_sha, mode), Status(f"fixing_{topic}")),
         f"handed to the fixer ({mode})",
     )
+
+
+def _after_fixer_confirmed(
+    drop: Drop, pr: PrSnapshot, fixer: FixerResult, history: History, policy: Policy
+) -> Decision:
+    """After the fixer, the PR's head is the fixer's push (or unchanged when nothing was
+    pushed), and auto-merge may already have put it back in the queue: only a person's
+    change (closed, another push, the opt-out label) makes the result moot."""
+    if pr.state == "merged":
+        if fixer.pushed_sha:
+            return Decision("fixed", (), "fixed and pushed; it has merged")
+        return Decision("ignored", (), "the pull request has merged")
+    if pr.state == "closed":
+        return Decision("ignored", (), "the pull request is closed")
+    if pr.head_sha not in (drop.head_sha, fixer.pushed_sha):
+        return Decision("ignored", (), "the head moved during the fix: nothing for the old head")
+    if policy.skip_label in pr.labels:
+        return Decision("ignored", (), f"the pull request has the {policy.skip_label} label")
+    if pr.in_queue and not fixer.pushed_sha:
+        return Decision("ignored", (), "the pull request is back in the merge queue")
+    return _after_fixer(drop, fixer, history, policy)
 
 
 def _after_fixer(drop: Drop, fixer: FixerResult, history: History, policy: Policy) -> Decision:

@@ -143,7 +143,7 @@ class Lander:
         self.settings = settings
         self.store = store
         self.gh = gh
-        self.gather = gather or evidence_mod.gather
+        self.gather = gather or evidence_mod.gatherer(settings)
         self.policy = policy_from(settings, fixer_enabled=fixer_enabled)
         self.progress = progress or (lambda msg: log.info("%s", msg))
         self.failpoint = failpoint or (lambda name: None)
@@ -155,12 +155,15 @@ class Lander:
             raise ValueError(f"no drop {drop_id}")
         drop = drop_from_row(row)
         plan = row.plan
-        if plan is not None and (fixer is None or plan.get("fixer")):
+        if plan is not None and (fixer is None) == (plan.get("fixer") is None):
+            # The same stage was decided before (a worker died while acting): finish it.
             decision, evidence, fixer = _plan_from(plan)
             pr = None
             self.progress(f"resuming the saved plan for {drop.repo}#{drop.pr}")
         else:
-            decision, evidence, pr = self._decide(drop, fixer)
+            # After the fixer, the evidence is the one the fixer worked from.
+            known = _plan_from(plan)[1] if plan is not None else None
+            decision, evidence, pr = self._decide(drop, fixer, known)
             self.store.update_drop(
                 drop_id,
                 plan=_plan_json(decision, evidence, fixer),
@@ -177,8 +180,16 @@ class Lander:
         self.progress(f"{drop.repo}#{drop.pr}: {decision.outcome} ({decision.why})")
         return decision
 
+    def saved_evidence(self, drop_id: int) -> tuple[Drop, Evidence]:
+        """The drop and the evidence its plan was decided on (what a fix job works from)."""
+        row = self.store.drop(drop_id)
+        if row is None:
+            raise ValueError(f"no drop {drop_id}")
+        evidence = _plan_from(row.plan)[1] if row.plan is not None else Evidence()
+        return drop_from_row(row), evidence
+
     def _decide(
-        self, drop: Drop, fixer: FixerResult | None
+        self, drop: Drop, fixer: FixerResult | None, known: Evidence | None = None
     ) -> tuple[Decision, Evidence, PrSnapshot | None]:
         # Reasons the policy ignores need no GitHub call at all (a person removed it, it merged).
         if (
@@ -193,8 +204,13 @@ class Lander:
             )
         self.progress(f"re-reading {drop.repo}#{drop.pr}")
         pr = snapshot(self.gh.pull_request(drop.repo, drop.pr))
-        evidence = Evidence()
-        if pr.state == "open" and pr.head_sha == drop.head_sha and not pr.in_queue:
+        evidence = known or Evidence()
+        if (
+            known is None
+            and pr.state == "open"
+            and pr.head_sha == drop.head_sha
+            and not pr.in_queue
+        ):
             self.progress(f"gathering evidence for {drop.repo}#{drop.pr} ({drop.reason})")
             evidence = self.gather(self.gh, self.store, drop)
         budget = self.store.budget(drop.repo, drop.pr, drop.head_sha)

@@ -67,6 +67,8 @@ class LogExplanation:
     line_count: int
     truncated: bool
     """The failing step was longer than the bounds: its start was not kept."""
+    step_title: str | None = None
+    """The failing step's `Run …` title as the log shows it (the command it ran)."""
 
     @property
     def pr_fault(self) -> bool | None:
@@ -91,6 +93,7 @@ class LogExplanation:
                 "pr_fault": self.pr_fault,
                 "line_count": self.line_count,
                 "truncated": self.truncated,
+                "step_title": self.step_title,
             }
         return out
 
@@ -124,7 +127,8 @@ def explain_parsed(
 ) -> LogExplanation:
     marks = find_marks(parsed)
     result: Classification = classify(parsed, marks, rules)
-    step, number = _failing_step(steps, parsed.step_title if parsed.first_error else None)
+    title = parsed.step_title if parsed.first_error else None
+    step, number = _failing_step(steps, title)
     evidence_lines = [e.line for e in result.evidence if e.line > 0]
     if result.class_ is FailureClass.UNKNOWN:
         errors: tuple[int, ...] = ()
@@ -145,6 +149,7 @@ def explain_parsed(
         step_number=number,
         line_count=parsed.line_count,
         truncated=parsed.region_truncated,
+        step_title=title,
     )
 
 

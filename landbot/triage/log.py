@@ -2,9 +2,10 @@
 
 A job log can be hundreds of megabytes, so it is never read whole: chunks are cut into
 blocks of complete lines, and only C-level searches (one regular expression for the
-``##[…]`` markers, ``bytes.find``/``count``) run on every block. They follow the log's structure (``##[group]Run …`` step headers, nested
-groups, ``Post job cleanup.``) until the first real error: a ``##[error]`` line outside a
-step's header group, or a runner message (shutdown signal, lost communication).
+``##[…]`` markers, ``bytes.find``/``count``) run on every block. They follow the log's
+structure (``##[group]Run …`` step headers, nested groups, ``Post job cleanup.``) until
+the first real error: a ``##[error]`` line outside a step's header group, or a runner
+message (shutdown signal, lost communication).
 
 Until then the last ``max_bytes`` of lines are kept in a ring (the tail of what was read);
 at the first error, the failing step's lines before it are taken from that ring (three

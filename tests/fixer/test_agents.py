@@ -106,7 +106,9 @@ def test_prompt_for_failed_checks() -> None:
 
 
 def test_prompt_for_a_step_with_a_name_of_its_own() -> None:
-    job = JobFailure("lint", "", "Check formatting", (7,), ((7, "would reformat x.py"),), "", "genuine")
+    job = JobFailure(
+        "lint", "", "Check formatting", (7,), ((7, "would reformat x.py"),), "", "genuine"
+    )
     text = build_prompt(Task(DROP, Evidence(jobs=(job,))))
     check_snapshot("prompt-named_step", text)
     assert "find the failing step's command in `.github/workflows/`" in text
@@ -122,7 +124,13 @@ def test_prompt_for_failed_checks_without_logs() -> None:
 def test_prompt_for_a_conflict() -> None:
     drop = Drop("octo/app", 42, HEAD, "merge_conflict", "webhook")
     text = build_prompt(
-        Task(drop, Evidence(), conflicts=("src/app.py", "lib/util.py"), base_ref="main", base_sha=BASE)
+        Task(
+            drop,
+            Evidence(),
+            conflicts=("src/app.py", "lib/util.py"),
+            base_ref="main",
+            base_sha=BASE,
+        )
     )
     check_snapshot("prompt-conflict", text)
     assert "`git merge` of `main` (`fedcba987654`)" in text
@@ -166,8 +174,11 @@ def test_long_excerpts_and_many_files_are_bounded() -> None:
     text = build_prompt(Task(DROP, Evidence(jobs=(job,) * 20)))
     assert len(text.encode()) < ag.MAX_PROMPT_ARG  # fits one argument, as agents pass it
     conflict = build_prompt(
-        Task(Drop("o/r", 1, HEAD, "merge_conflict", "webhook"), Evidence(),
-             conflicts=tuple(f"f{n}.py" for n in range(1000)))
+        Task(
+            Drop("o/r", 1, HEAD, "merge_conflict", "webhook"),
+            Evidence(),
+            conflicts=tuple(f"f{n}.py" for n in range(1000)),
+        )
     )
     assert "and 800 more" in conflict
 
@@ -187,7 +198,12 @@ def test_evidence_file_round_trips() -> None:
     data = json.loads(json.dumps(evidence_json(task)))
     assert data["jobs"][0]["reproduce"] == "pytest -q tests/test_math.py"
     drop, evidence = evidence_from_json(data, head_sha="ignored")
-    assert (drop.repo, drop.pr, drop.head_sha, drop.reason) == ("octo/app", 42, HEAD, "failed_checks")
+    assert (drop.repo, drop.pr, drop.head_sha, drop.reason) == (
+        "octo/app",
+        42,
+        HEAD,
+        "failed_checks",
+    )
     assert evidence == JOBS
 
 
@@ -210,7 +226,7 @@ def test_evidence_file_may_be_triage_log_output() -> None:
     [
         ([1, 2], "must be a JSON object"),
         ({"format": 1, "drop": {"reason": "exploded"}}, '"drop.reason"'),
-        ({"format": 1, "jobs": [{"class": "weird"}]}, '"class" is \'weird\''),
+        ({"format": 1, "jobs": [{"class": "weird"}]}, "\"class\" is 'weird'"),
         ({"format": 1, "jobs": [{"excerpt": ["x"]}]}, '"excerpt"'),
         ({"format": 1, "conflict_files": [1]}, '"conflict_files"'),
     ],
@@ -242,7 +258,10 @@ def test_a_valid_verdict_is_read() -> None:
         (json.dumps({**VALID, "verdict": "done"}).encode(), '"verdict" is "done"'),
         (json.dumps({**VALID, "summary": " "}).encode(), '"summary"'),
         (json.dumps({**VALID, "recommendation": 3}).encode(), '"recommendation"'),
-        (json.dumps({k: v for k, v in VALID.items() if k != "reproduced"}).encode(), '"reproduced"'),
+        (
+            json.dumps({k: v for k, v in VALID.items() if k != "reproduced"}).encode(),
+            '"reproduced"',
+        ),
         (b"[" * 100_000, "bytes, more than"),
         (b"[" * 50_000, "nested too deeply"),
         (b" " * (MAX_VERDICT_BYTES + 1), "more than the"),
@@ -254,9 +273,7 @@ def test_an_unusable_verdict_says_why(data: bytes, problem: str) -> None:
 
 
 def test_verdict_text_is_cleaned_and_bounded() -> None:
-    v = parse_verdict(
-        json.dumps({**VALID, "summary": "a\x1b[31m red\u202e" + "x" * 5000}).encode()
-    )
+    v = parse_verdict(json.dumps({**VALID, "summary": "a\x1b[31m red\u202e" + "x" * 5000}).encode())
     assert "\x1b" not in v.summary and "\u202e" not in v.summary
     assert len(v.summary) == MAX_SUMMARY_CHARS and v.summary.endswith("…")
 
@@ -290,7 +307,9 @@ def test_schema_matches_the_verdict() -> None:
 
 @pytest.fixture
 def paths() -> JobPaths:
-    return JobPaths(inputs=Path("/srv/jobs/j1/agent"), outputs=Path("/srv/jobs/j1/work/.git/landbot"))
+    return JobPaths(
+        inputs=Path("/srv/jobs/j1/agent"), outputs=Path("/srv/jobs/j1/work/.git/landbot")
+    )
 
 
 MODEL = ModelAccess(url="http://127.0.0.1:18080/v1", placeholder="landbot-placeholder-key")
@@ -470,7 +489,9 @@ def test_model_script_steps_follow_the_tool_results() -> None:
     assert json.loads(first["arguments"]) == {"cmd": "make fix"}
     one_result = {"input": [{"type": "function_call"}, {"type": "function_call_output"}]}
     assert tool_results(one_result) == 1
-    assert json.loads(next_item(script, one_result, "r2")["arguments"])["cmd"] == "git commit -qam x"
+    assert (
+        json.loads(next_item(script, one_result, "r2")["arguments"])["cmd"] == "git commit -qam x"
+    )
     two = {"input": [{"type": "function_call_output"}] * 2}
     final = next_item(script, two, "r3")
     assert final["type"] == "message"
@@ -547,7 +568,7 @@ def test_read_output_ignores_a_fifo(checkout: Path) -> None:
 def test_outputs_need_a_real_git_folder(tmp_path: Path) -> None:
     from landbot.fixer.job import outputs_dir
 
-    with pytest.raises(LandbotError, match="not a git checkout with its own .git folder"):
+    with pytest.raises(LandbotError, match=r"not a git checkout with its own \.git folder"):
         outputs_dir(tmp_path)
     (tmp_path / ".git").write_text("gitdir: /elsewhere\n")  # a linked worktree
     with pytest.raises(LandbotError, match="linked"):

@@ -26,6 +26,7 @@ import pytest
 from landbot.fixer.proxy import KEY_PLACEHOLDER, RELAY_PORT, ModelProxy
 
 REAL_KEY = "sk-REAL-PROVIDER-KEY-123"
+AUTH = {"authorization", "x-api-key", "api-key"}
 
 
 @dataclass
@@ -33,6 +34,7 @@ class Seen:
     method: str
     path: str
     headers: dict[str, str]
+    all_headers: list[tuple[str, str]]  # every header line, duplicates included
     body: bytes
 
 
@@ -58,7 +60,13 @@ def model() -> Iterator[ModelServer]:
         def _record(self) -> None:
             n = int(self.headers.get("Content-Length") or 0)
             state.seen.append(
-                Seen(self.command, self.path, dict(self.headers.items()), self.rfile.read(n))
+                Seen(
+                    self.command,
+                    self.path,
+                    dict(self.headers.items()),
+                    list(self.headers.items()),
+                    self.rfile.read(n),
+                )
             )
 
         def do_GET(self) -> None:
@@ -155,7 +163,9 @@ def test_the_model_sees_the_real_key_and_never_the_placeholder(model: ModelServe
     assert model.seen[1].headers.get("anthropic-version") == "2023-06-01"
     for seen in model.seen:
         assert seen.headers["Host"] == f"127.0.0.1:{model.port}"
-        assert KEY_PLACEHOLDER not in json.dumps(seen.headers)
+        assert KEY_PLACEHOLDER not in json.dumps(seen.all_headers)
+        credentials = [n for n, _ in seen.all_headers if n.lower() in AUTH]
+        assert len(credentials) == 1  # the real key, once
 
 
 def test_a_request_body_reaches_the_model_intact(model: ModelServer) -> None:
@@ -340,7 +350,7 @@ def test_a_sandboxed_client_reaches_the_model_only_through_the_proxy(
     assert "DIRECT ConnectionRefusedError" in out
     assert len(model.seen) == 1
     assert model.seen[0].headers["Authorization"] == f"Bearer {REAL_KEY}"
-    assert KEY_PLACEHOLDER not in json.dumps(model.seen[0].headers)
+    assert KEY_PLACEHOLDER not in json.dumps(model.seen[0].all_headers)
     assert REAL_KEY not in out
 
 

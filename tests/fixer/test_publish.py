@@ -560,7 +560,8 @@ def test_the_token_never_lands_in_a_file_or_the_config(world: World) -> None:
         assert leaks(state) == [ws.job_dir / "planted"]
 
 
-def test_a_fix_committed_inside_the_real_sandbox_is_published(world: World) -> None:
+@pytest.mark.parametrize("overlay", [True, False], ids=["overlay", "full-checkout"])
+def test_a_fix_committed_inside_the_real_sandbox_is_published(world: World, overlay: bool) -> None:
     """The whole host side around bubblewrap: the job's checkout works in the sandbox (its
     own .git, hooks and config read-only, the mirror out of sight) and its commit lands."""
     from landbot.fixer.sandbox import SandboxUnavailable, check_host, run_sandboxed
@@ -578,6 +579,9 @@ def test_a_fix_committed_inside_the_real_sandbox_is_published(world: World) -> N
         "set -e; test ! -e {mirror}; printf 'ANSWER = 42  # fixed\\n' > app.py; "
         "git commit -qam 'Fix inside the sandbox'; git rev-parse HEAD"
     )
+    world.workspaces = Workspaces(
+        world.root / "state", git_url=world.gh.git_url, uid=UID, gid=GID, overlay=overlay
+    )
     with world.job(repo, pr) as ws:
         done = run_sandboxed(
             ["/bin/sh", "-c", script.format(mirror=ws.mirror)],
@@ -593,3 +597,4 @@ def test_a_fix_committed_inside_the_real_sandbox_is_published(world: World) -> N
         result = publish(world.client, ws, world.state(repo, pr), world.options)
     assert result.pushed_sha == new, result.refused
     assert world.branch(repo, "feat") == new and result.auto_merge_armed
+    assert world.workspaces.stats.overlay_jobs == (1 if overlay else 0)

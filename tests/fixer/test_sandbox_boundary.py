@@ -9,24 +9,29 @@ What each attempt depends on (the mutation check in the report removed each in t
 
 | attempt                                         | stopped by                                  |
 |-------------------------------------------------|---------------------------------------------|
-| read the bot's database / App key by path       | allowlist of system paths (no `/` bind)     |
+| read the bot's database / App key by path       | allowlist of visible paths (no `/` bind)    |
 | read them through a symlink in the checkout     | same: the target does not exist inside      |
 | find a token or provider key in the environment | `env -i` + allowlist (sandbox_env.py)       |
 | pass a secret-named variable on purpose         | the name check (EnvRefused)                 |
-| write outside the work tree                     | allowlist; the root is a read-only tmpfs    |
-| write to / read from a shared /tmp              | `--tmpfs /tmp` (private /tmp)               |
+| write outside the work tree                     | allowlist + `--remount-ro /`                |
+| write to / read from the host's /tmp            | allowlist (the host's /tmp is never bound); |
+|                                                 | `--tmpfs /tmp` gives the job its own        |
 | write .git/hooks or .git/config                 | `--ro-bind` of both                         |
 | swap .git for a folder of one's own             | `.git` bound onto itself (a mount point)    |
 | reach a server on the host's loopback           | network namespace (`--unshare-all`)         |
 | reach the host by another address               | network namespace                           |
 | create a user namespace                         | `--disable-userns`                          |
-| remount / or a read-only bind read-write        | uid drop before bwrap (setpriv): no caps    |
+| read a root-only file in a visible path         | uid drop before bwrap (setpriv)             |
+| remount a read-only bind read-write             | uid drop, or the user namespace (its mounts |
+|                                                 | are locked): both must go for it to pass    |
 | see the supervisor's processes (argv secrets)   | PID namespace (`--unshare-all`)             |
-| outlive the timeout (setsid grandchild)         | killing bwrap (PID namespace) + cgroup kill |
-| outlive the supervisor (SIGKILL)                | `--die-with-parent`                         |
+| outlive the timeout (setsid grandchild)         | killing bwrap takes the PID namespace; the  |
+|                                                 | cgroup sweep too: both must go              |
+| outlive the supervisor (SIGKILL)                | `--die-with-parent` (and the PID namespace) |
 | exceed the memory cap                           | memory cgroup (OOM detected, exit 137)      |
 | fork beyond the pids cap                        | pids cgroup                                 |
-| open the supervisor's terminal (TIOCSTI)        | `--new-session` + launcher's own session    |
+| open the supervisor's terminal (TIOCSTI)        | `--new-session` or the launcher's own       |
+|                                                 | session: both must go                       |
 
 The allowed actions (write the work tree and $TMPDIR, `git commit`, run python3) are tested
 too, so no refusal passes because everything was refused.
@@ -374,6 +379,23 @@ def test_remount_read_only_paths_read_write(box: Any, h: Any) -> None:
     assert not (ro / "pwned").exists()
     root = h.confined(["sh", "-c", "mount -o remount,rw / && touch /pwned"], box.work)
     assert refused(root)
+
+
+def test_read_a_root_only_file_in_a_visible_path(box: Any, h: Any) -> None:
+    tools = box.root / "toolchain"
+    tools.mkdir()
+    os.chmod(tools, 0o755)
+    private = tools / "credentials"
+    private.write_text("ROOT-ONLY-SECRET\n")
+    os.chmod(private, 0o600)
+    # Control: the supervisor's uid (root) reads it.
+    control = h.unconfined(["cat", str(private)], box.work, as_root=True)
+    assert control.returncode == 0 and "ROOT-ONLY-SECRET" in control.stdout
+
+    result = h.confined(["cat", str(private)], box.work, extra_ro_paths=[tools])
+    assert refused(result)
+    assert "ROOT-ONLY-SECRET" not in h.text(result.stdout)
+    assert "Permission denied" in h.text(result.stderr)
 
 
 def test_no_capabilities_and_not_root_inside(box: Any, h: Any) -> None:

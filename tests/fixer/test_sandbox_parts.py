@@ -34,17 +34,21 @@ from landbot.fixer.sandbox import (
 )
 from landbot.fixer.sandbox_cli import RunArgs, parse_fast
 from landbot.fixer.sandbox_env import (
-    SETTINGS_FIELDS,
     EnvRefused,
     is_secret_name,
+    is_settings_name,
     sandbox_environment,
 )
 
 # --- environment ------------------------------------------------------------------------
 
 
-def test_settings_fields_match_the_settings_model() -> None:
-    assert set(Settings.model_fields) == SETTINGS_FIELDS
+def test_every_setting_is_refused_as_a_job_variable() -> None:
+    for field in Settings.model_fields:
+        assert is_settings_name(f"LANDBOT_{field.upper()}")
+        assert is_settings_name(f"LANDBOT_{field.upper()}__ANYTHING")
+    assert not is_settings_name("LANDBOT_PROMPT_FILE")
+    assert not is_settings_name("DATABASE_URL")
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,8 @@ from landbot.fixer.workspace import (
     WorkspaceError,
     Workspaces,
     auth_config,
+    mount_overlay,
+    mounts_under,
 )
 from landbot.testing import FakeGitHub
 from landbot.testing.state import Repository
@@ -74,8 +76,44 @@ def repo(gh: FakeGitHub) -> Repository:
     )
 
 
-def workspaces(gh: FakeGitHub, root: Path, git_url: str | None = None) -> Workspaces:
-    return Workspaces(root / "state", git_url=git_url or gh.git_url, uid=UID, gid=GID)
+def workspaces(
+    gh: FakeGitHub, root: Path, git_url: str | None = None, *, overlay: bool | None = None
+) -> Workspaces:
+    return Workspaces(
+        root / "state", git_url=git_url or gh.git_url, uid=UID, gid=GID, overlay=overlay
+    )
+
+
+def _overlay_problem() -> str | None:
+    """Why this host cannot mount overlayfs, or None."""
+    probe = Path(tempfile.mkdtemp(prefix="landbot-ovl-", dir="/tmp"))
+    try:
+        for name in ("lower", "upper", "scratch", "merged"):
+            (probe / name).mkdir()
+        mount_overlay(probe / "lower", probe / "upper", probe / "scratch", probe / "merged")
+    except OSError as exc:
+        return f"overlayfs cannot be mounted here: {exc.strerror}"
+    finally:
+        subprocess.run(["umount", str(probe / "merged")], capture_output=True)
+        shutil.rmtree(probe, ignore_errors=True)
+    return None
+
+
+OVERLAY_PROBLEM = _overlay_problem()
+
+
+@pytest.fixture(params=[True, False], ids=["overlay", "full-checkout"])
+def overlay(request: pytest.FixtureRequest) -> bool:
+    """Both ways a job's files are laid out; each test asserts which one ran."""
+    if request.param and OVERLAY_PROBLEM is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI runs as root and must test the overlay: {OVERLAY_PROBLEM}")
+        pytest.skip(OVERLAY_PROBLEM)
+    return bool(request.param)
+
+
+def assert_mode(ws: Workspaces, overlay: bool) -> None:
+    assert ws.stats.overlay_jobs == (ws.stats.jobs if overlay else 0), ws.stats
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -161,11 +199,11 @@ def test_a_failed_first_clone_leaves_no_mirror(
 
 
 def test_work_tree_is_at_the_pr_head_and_owned_by_the_sandbox_uid(
-    gh: FakeGitHub, repo: Repository, root: Path
+    gh: FakeGitHub, repo: Repository, root: Path, overlay: bool
 ) -> None:
     pr = gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
     gh.push(repo, "main", {"README.md": "# widgets, moved on\n"})
-    ws = workspaces(gh, root)
+    ws = workspaces(gh, root, overlay=overlay)
     with ws.job(repo.full_name, pr.number, pr.head_sha, "main") as job:
         assert (job.path / "app.py").read_text() == "ANSWER = 42\n"
         assert (job.path / "README.md").read_text() == "# widgets\n"
@@ -201,13 +239,21 @@ def test_work_tree_is_at_the_pr_head_and_owned_by_the_sandbox_uid(
             ).returncode
             != 0
         )
+        if overlay:
+            # Nor did the shared pristine tree under the overlay get the job's writes, and
+            # the sandbox uid cannot reach it on the host.
+            (pristine,) = [p for p in ws.trees_path(repo.full_name).iterdir() if p.is_dir()]
+            assert pristine.name == job.base_sha
+            assert (pristine / "app.py").read_text() == "ANSWER = 41\n"
+            assert as_sandbox_uid(Path("/"), "cat", str(pristine / "app.py")).returncode != 0
+    assert_mode(ws, overlay)
 
 
 def test_work_tree_is_removed_after_the_job_even_when_it_raises(
-    gh: FakeGitHub, repo: Repository, root: Path
+    gh: FakeGitHub, repo: Repository, root: Path, overlay: bool
 ) -> None:
     pr = gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
-    ws = workspaces(gh, root)
+    ws = workspaces(gh, root, overlay=overlay)
     with pytest.raises(RuntimeError, match="agent crashed"):
         with ws.job(repo.full_name, pr.number, pr.head_sha, "main") as job:
             path = job.path
@@ -222,6 +268,8 @@ def test_work_tree_is_removed_after_the_job_even_when_it_raises(
     assert not job.job_dir.exists()
     assert list(ws.jobs.iterdir()) == []
     assert (job.mirror / "HEAD").is_file()  # the link was removed, not followed
+    assert mounts_under(ws.jobs) == []
+    assert_mode(ws, overlay)
 
 
 def test_a_moved_pr_head_is_a_clear_error(gh: FakeGitHub, repo: Repository, root: Path) -> None:
@@ -237,8 +285,10 @@ _CRASH = """
 import os, sys
 from pathlib import Path
 from landbot.fixer.workspace import Workspaces
-ws = Workspaces(Path(sys.argv[1]), git_url=sys.argv[2], uid=65534, gid=65534)
-job = ws.job(sys.argv[3], int(sys.argv[4]), sys.argv[5], "main").__enter__()
+ws = Workspaces(Path(sys.argv[1]), git_url=sys.argv[2], uid=65534, gid=65534,
+                overlay=sys.argv[6] == "1")
+cm = ws.job(sys.argv[3], int(sys.argv[4]), sys.argv[5], "main")  # kept: no clean-up at GC
+job = cm.__enter__()
 import subprocess
 subprocess.run(["git", f"--git-dir={job.mirror}", "worktree", "add", "-q", "--detach",
                 str(job.job_dir / "check"), job.head_sha], check=True, capture_output=True)
@@ -250,10 +300,10 @@ os._exit(0)  # killed: no clean-up runs
 
 
 def test_stale_jobs_are_pruned_and_live_ones_kept(
-    gh: FakeGitHub, repo: Repository, root: Path
+    gh: FakeGitHub, repo: Repository, root: Path, overlay: bool
 ) -> None:
     pr = gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
-    ws = workspaces(gh, root)
+    ws = workspaces(gh, root, overlay=overlay)
     crashed = subprocess.run(
         [
             sys.executable,
@@ -264,13 +314,15 @@ def test_stale_jobs_are_pruned_and_live_ones_kept(
             repo.full_name,
             str(pr.number),
             pr.head_sha,
+            "1" if overlay else "0",
         ],
         capture_output=True,
         text=True,
     )
     assert crashed.returncode == 0, crashed.stderr
     stale = Path(crashed.stdout.strip())
-    assert stale.is_dir()
+    assert (stale / "work" / "app.py").is_file() and (stale / ".lock").is_file()
+    assert bool(mounts_under(stale)) is overlay  # a crashed overlay job stays mounted
     mirror = ws.mirror_path(repo.full_name)
     assert "check" in git(mirror, "worktree", "list")
     assert git(mirror, "for-each-ref", JOB_REFS)
@@ -285,7 +337,41 @@ def test_stale_jobs_are_pruned_and_live_ones_kept(
         assert not leftover_clone.exists()
         assert "check" not in git(mirror, "worktree", "list")
         assert git(mirror, "for-each-ref", JOB_REFS) == ""
+        assert mounts_under(stale) == []
+        assert (live.path / "app.py").read_text() == "ANSWER = 42\n"
     assert ws.prune() == []
+    assert_mode(ws, overlay)
+
+
+def test_overlay_jobs_share_one_pristine_tree_until_the_head_drifts(
+    gh: FakeGitHub, repo: Repository, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if OVERLAY_PROBLEM is not None:
+        pytest.skip(OVERLAY_PROBLEM)
+    import landbot.fixer.workspace as workspace
+
+    pr = gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
+    ws = workspaces(gh, root, overlay=True)
+    for _ in range(2):
+        with ws.job(repo.full_name, pr.number, pr.head_sha, "main") as job:
+            assert (job.path / "app.py").read_text() == "ANSWER = 42\n"
+    assert ws.stats.pristine_trees == 1 and ws.stats.overlay_jobs == 2
+    trees = ws.trees_path(repo.full_name)
+    first = job.base_sha
+    assert (trees / f"{first}.index").is_file()  # indexed once, copied by later jobs
+
+    # The base moves on and the PR head is now "far" from the pristine tree.
+    monkeypatch.setattr(workspace, "PRISTINE_MAX_DRIFT", 0)
+    gh.push(repo, "main", {"lib/util.py": "def f():\n    return 2\n"})
+    with ws.job(repo.full_name, pr.number, pr.head_sha, "main") as job:
+        assert job.base_sha != first and (trees / job.base_sha).is_dir()
+        assert (job.path / "lib/util.py").read_text() == "def f():\n    return 1\n"
+        with ws.job(repo.full_name, pr.number, pr.head_sha, "main") as other:
+            # The older tree is in use by nobody: pruned; the newest (in use) stays.
+            ws.prune()
+            assert not (trees / first).exists() and (trees / job.base_sha).is_dir()
+            assert (other.path / "app.py").read_text() == "ANSWER = 42\n"
+    assert ws.stats.pristine_trees == 2
 
 
 # --- conflicts ------------------------------------------------------------------------
@@ -305,7 +391,7 @@ def _conflicting(gh: FakeGitHub, repo: Repository, *, code: bool) -> tuple[str, 
 
 
 def test_a_quest_only_conflict_is_merged_on_the_host(
-    gh: FakeGitHub, repo: Repository, root: Path
+    gh: FakeGitHub, repo: Repository, root: Path, overlay: bool
 ) -> None:
     head, base = _conflicting(gh, repo, code=False)
     # The control: git's own merge conflicts on this file.
@@ -320,7 +406,7 @@ def test_a_quest_only_conflict_is_merged_on_the_host(
     )
     assert merged.returncode == 1 and "quest/ship.md" in merged.stdout
 
-    ws = workspaces(gh, root)
+    ws = workspaces(gh, root, overlay=overlay)
     with ws.job(repo.full_name, 1, head, "main", head_ref="feat", merge=True) as job:
         assert job.merge is not None
         assert job.merge.clean and job.merge.merge_sha is not None
@@ -337,13 +423,14 @@ def test_a_quest_only_conflict_is_merged_on_the_host(
         assert not (job.path / ".git" / "MERGE_HEAD").exists()
         assert not (job.path / ".git" / "info" / "attributes").exists()
         assert git(job.path, *g, "status", "--porcelain") == ""
+    assert_mode(ws, overlay)
 
 
 def test_a_code_conflict_is_left_mid_merge_for_the_agent(
-    gh: FakeGitHub, repo: Repository, root: Path
+    gh: FakeGitHub, repo: Repository, root: Path, overlay: bool
 ) -> None:
     head, base = _conflicting(gh, repo, code=True)
-    ws = workspaces(gh, root)
+    ws = workspaces(gh, root, overlay=overlay)
     with ws.job(repo.full_name, 1, head, "main", merge=True) as job:
         assert job.merge is not None
         assert job.merge.conflicts == ("app.py",)  # the quest file was resolved by the driver
@@ -358,6 +445,7 @@ def test_a_code_conflict_is_left_mid_merge_for_the_agent(
             assert done.returncode == 0, done.stderr
         parents = as_sandbox_uid(job.path, "git", "log", "-1", "--format=%P").stdout.split()
         assert parents == [head, base]
+    assert_mode(ws, overlay)
 
 
 def test_a_head_that_already_contains_the_base_needs_no_merge(
@@ -382,11 +470,13 @@ def _files_containing(folder: Path, needles: list[bytes]) -> list[Path]:
     return hits
 
 
-def test_the_token_is_never_written_anywhere(gh: FakeGitHub, repo: Repository, root: Path) -> None:
+def test_the_token_is_never_written_anywhere(
+    gh: FakeGitHub, repo: Repository, root: Path, overlay: bool
+) -> None:
     token = "ghs_" + "T0kenT0kenT0ken" * 2
     needles = [token.encode(), base64.b64encode(f"x-access-token:{token}".encode())]
     head, _ = _conflicting(gh, repo, code=True)
-    ws = workspaces(gh, root)
+    ws = workspaces(gh, root, overlay=overlay)
     with ws.job(repo.full_name, 1, head, "main", merge=True, token=token) as job:
         assert _files_containing(ws.root, needles) == []
         for where in ([f"--git-dir={job.mirror}"], ["-C", str(job.path)]):
@@ -406,6 +496,7 @@ def test_the_token_is_never_written_anywhere(gh: FakeGitHub, repo: Repository, r
         # The control: the scan finds the token where it is.
         (job.job_dir / "leak").write_bytes(needles[1])
         assert _files_containing(ws.root, needles) == [job.job_dir / "leak"]
+    assert_mode(ws, overlay)
 
 
 class _GitOverHTTP(BaseHTTPRequestHandler):

@@ -33,7 +33,7 @@ OPEN = PrSnapshot(state="open", head_sha=HEAD, in_queue=False, author="alice")
 STALE = {
     "merged": replace(OPEN, state="merged"),
     "closed": replace(OPEN, state="closed"),
-    "moved": replace(OPEN, head_sha=OTHER),
+    "moved": replace(OPEN, head_sha="e" * 40),
     "queued": replace(OPEN, in_queue=True),
     "skip": replace(OPEN, labels=("landbot:skip",)),
 }
@@ -103,7 +103,32 @@ def test_invariants_hold_for_every_input() -> None:
 def test_a_drop_that_no_longer_holds_does_nothing(state: str) -> None:
     for drop, ev, hist, policy, result in all_cases():
         d = decide(drop, STALE[state], ev, hist, policy, result)
-        assert d.outcome == "ignored" and d.actions == ()
+        if result is None or (state in ("merged", "closed", "moved", "skip")):
+            if state == "merged" and result is not None and result.pushed_sha:
+                assert d.outcome == "fixed" and d.actions == ()
+            else:
+                assert d.outcome == "ignored" and d.actions == ()
+
+
+def test_after_the_fixer_its_own_push_and_the_queue_do_not_make_the_drop_stale() -> None:
+    pushed = FixerResult("fixed", pushed_sha=OTHER)
+    at_fix = replace(OPEN, head_sha=OTHER, in_queue=True)  # auto-merge already queued it
+    d = decide(DROP, at_fix, Evidence(), History(), Policy(fixer_enabled=True), pushed)
+    assert d.outcome == "fixed"
+    # The control: someone else's push during the fix makes it moot.
+    other = replace(OPEN, head_sha="c" * 40)
+    d = decide(DROP, other, Evidence(), History(), Policy(fixer_enabled=True), pushed)
+    assert d.outcome == "ignored" and d.actions == ()
+    # A needs_human verdict while a person re-queued it by hand: leave it alone.
+    d = decide(
+        DROP,
+        replace(OPEN, in_queue=True),
+        Evidence(),
+        History(),
+        Policy(),
+        FixerResult("needs_human"),
+    )
+    assert d.outcome == "ignored"
 
 
 def test_confirm_control_an_open_unchanged_pr_holds() -> None:

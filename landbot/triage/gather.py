@@ -1,0 +1,402 @@
+"""Stage 3 against GitHub: what a drop's evidence is, read from GitHub and git.
+
+For `failed_checks`: the merge-group commit (from the remembered `merge_group` event, else
+the merge-group workflow runs whose branch names the PR, else the `beforeCommit` of the
+PR's latest removal), its failed check runs, the failed Actions jobs with their steps,
+each job's log streamed through `explain_log`, and one class for the drop
+(`combine.overall`). For `merge_conflict`: the base merged into the head in the cached
+mirror (`git merge-tree`), and the conflicting files.
+
+The calls are bounded: one check-run listing per candidate commit, one job (or run's job
+list) and one log per failed job, at most `max_logs` logs per drop. A log GitHub no longer
+has is noted, not fatal; a network or server failure is raised, so the worker retries the
+whole drop rather than save thin evidence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from landbot.github.errors import GitHubError, RateLimited
+from landbot.github.models import CheckRun, Job, QueueEvent
+from landbot.intake.events import FAILED
+from landbot.intake.groups import parse_group_ref
+from landbot.land.model import Drop, Evidence, FailedCheck, JobFailure, TriageClass
+from landbot.land.ops import GitHubOps
+from landbot.triage.classify import Rule, compile_rules
+from landbot.triage.combine import JobVerdict, evidence_why, overall
+from landbot.triage.explain import LogExplanation, explain_log
+from landbot.triage.log import DEFAULT_MAX_BYTES
+
+if TYPE_CHECKING:
+    from landbot.config import Settings
+    from landbot.store import Store
+
+MAX_LOGS = 5
+ACTIONS_APP = "github-actions"
+# Conclusions whose log says why; a cancelled job's log only says it was cancelled.
+LOG_CONCLUSIONS = frozenset({"failure", "timed_out"})
+# GitHub no longer serves the log (expired, deleted, forbidden to this token): note it.
+_LOG_GONE = frozenset({403, 404, 410})
+_JOB_URL = re.compile(r"/actions/runs/(\d+)/job/(\d+)")
+
+
+@runtime_checkable
+class TriageGitHub(GitHubOps, Protocol):
+    """What triage reads beyond the land loop's operations (GitHubClient has them all)."""
+
+    def run_jobs(self, repo: str, run_id: int) -> list[Job]: ...
+
+    def job(self, repo: str, job_id: int) -> Job: ...
+
+    def job_log(self, repo: str, job_id: int) -> AbstractContextManager[Iterator[bytes]]: ...
+
+    def latest_queue_removal(self, repo: str, number: int) -> QueueEvent | None: ...
+
+    def git_token(self, repo: str) -> str: ...
+
+
+class Mirrors(Protocol):
+    """A cached bare mirror per repository (landbot.fixer.workspace.Workspaces)."""
+
+    def sync(
+        self, repo: str, number: int, base_ref: str, *, token: str | None = None
+    ) -> tuple[str, str]: ...
+
+    def mirror_path(self, repo: str) -> Path: ...
+
+
+@dataclass(frozen=True)
+class GroupCommit:
+    sha: str
+    source: str
+    checks: tuple[CheckRun, ...]
+
+    @property
+    def failed(self) -> tuple[CheckRun, ...]:
+        return tuple(c for c in self.checks if c.conclusion in FAILED)
+
+
+def default_mirror_root(git_url: str) -> Path:
+    """Where triage keeps its mirrors when nobody says: the user's cache, one folder per
+    git URL template (so two GitHubs, e.g. two test worlds, never share a mirror)."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    key = hashlib.sha256(git_url.encode()).hexdigest()[:12]
+    return cache / "landbot" / f"mirrors-{key}"
+
+
+@dataclass
+class Gatherer:
+    """`Lander(gather=Gatherer.from_settings(settings))`: (gh, store, drop) -> Evidence."""
+
+    rules: tuple[Rule, ...] = ()
+    max_log_bytes: int = DEFAULT_MAX_BYTES
+    max_logs: int = MAX_LOGS
+    git_url: str = "https://github.com/{owner}/{repo}.git"
+    mirror_root: Path | None = None
+    sandbox_ids: tuple[int, int] = (65534, 65534)
+    _mirrors: Mirrors | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, mirrors: Mirrors | None = None) -> Gatherer:
+        # Compiled now: a bad [[triage.rules]] entry stops start-up with one line.
+        return cls(
+            rules=compile_rules(settings.triage.rules),
+            max_log_bytes=settings.triage.max_log_bytes,
+            git_url=settings.github.git_url,
+            sandbox_ids=(settings.sandbox.uid, settings.sandbox.gid),
+            _mirrors=mirrors,
+        )
+
+    def __call__(self, gh: GitHubOps, store: Store, drop: Drop) -> Evidence:
+        ops = triage_ops(gh)
+        if drop.reason == "failed_checks":
+            return self.failed_checks(ops, store, drop)
+        if drop.reason == "merge_conflict":
+            return self.conflict(ops, drop)
+        return Evidence()
+
+    # --- failed checks --------------------------------------------------------------------
+
+    def failed_checks(self, gh: TriageGitHub, store: Store, drop: Drop) -> Evidence:
+        group = find_group_commit(gh, store, drop)
+        if group is None:
+            return Evidence(
+                triage_reason=(
+                    "landbot found no merge-group commit for this drop: no merge_group event, "
+                    "no merge-group workflow run names it, and the removal event points at the "
+                    "pull request's head"
+                )
+            )
+        if drop.id is not None and drop.merge_group_sha != group.sha:
+            # The drop's own record of the commit the queue tested: the fixer starts there.
+            store.update_drop(drop.id, merge_group_sha=group.sha)
+        failed = group.failed
+        checks = tuple(
+            FailedCheck(c.name, c.conclusion or "", c.html_url or c.details_url or "")
+            for c in failed
+        )
+        if not failed:
+            return Evidence(
+                merge_group_source=group.source,
+                triage_reason=f"no failed check on the merge-group commit {group.sha[:7]}",
+            )
+        verdicts, capped = self.explain_checks(gh, drop.repo, failed)
+        cls, reason = overall(verdicts)
+        if capped:
+            reason += (
+                f" (landbot read {self.max_logs} of {self.max_logs + capped} failed jobs' logs; "
+                "it reads at most that many per drop)"
+            )
+        return Evidence(
+            failed_checks=checks,
+            triage_class=cls,
+            triage_reason=reason,
+            jobs=tuple(v.failure for v in verdicts),
+            merge_group_source=group.source,
+        )
+
+    def explain_checks(
+        self, gh: TriageGitHub, repo: str, failed: Sequence[CheckRun]
+    ) -> tuple[list[JobVerdict], int]:
+        """A verdict per failed check, in GitHub's order; and how many logs the cap left."""
+        wanted = [
+            c for c in failed if c.app_slug == ACTIONS_APP and c.conclusion in LOG_CONCLUSIONS
+        ]
+        read = wanted[: self.max_logs]
+        jobs = job_details(gh, repo, read)
+        reading = {c.id for c in read}
+        unread = {c.id for c in wanted[self.max_logs :]}
+        verdicts: list[JobVerdict] = []
+        for check in failed:
+            if check.id in reading:
+                verdicts.append(self.from_log(gh, repo, check, jobs.get(check.id)))
+            elif check.id in unread:
+                verdicts.append(
+                    without_log(
+                        check,
+                        "unknown",
+                        f"log not read: landbot reads at most {self.max_logs} job logs per drop",
+                    )
+                )
+            else:
+                verdicts.append(no_log_verdict(check))
+        return verdicts, len(unread)
+
+    def from_log(self, gh: TriageGitHub, repo: str, check: CheckRun, job: Job | None) -> JobVerdict:
+        try:
+            with gh.job_log(repo, check.id) as chunks:
+                explained = explain_log(
+                    chunks,
+                    steps=job.steps if job is not None else None,
+                    rules=self.rules,
+                    max_bytes=self.max_log_bytes,
+                )
+        except RateLimited:
+            raise
+        except GitHubError as exc:
+            if exc.status not in _LOG_GONE:
+                raise  # a network or server failure: the worker tries the drop again
+            return without_log(
+                check, _by_conclusion(check), f"GitHub did not serve its log ({exc.status})"
+            )
+        return log_verdict(check, job, explained)
+
+    # --- merge conflicts ------------------------------------------------------------------
+
+    def mirrors(self) -> Mirrors:
+        if self._mirrors is None:
+            from landbot.fixer.workspace import Workspaces
+
+            root = self.mirror_root or default_mirror_root(self.git_url)
+            uid, gid = self.sandbox_ids
+            self._mirrors = Workspaces(root, git_url=self.git_url, uid=uid, gid=gid)
+        return self._mirrors
+
+    def conflict(self, gh: TriageGitHub, drop: Drop) -> Evidence:
+        from landbot.fixer.workspace import has_commit
+        from landbot.triage.conflicts import merge_conflicts
+
+        base_ref = drop.base_ref or gh.pull_request(drop.repo, drop.pr).base_ref
+        mirrors = self.mirrors()
+        token = None if self.git_url.startswith("file:") else gh.git_token(drop.repo)
+        fetched_head, base_sha = mirrors.sync(drop.repo, drop.pr, base_ref, token=token)
+        mirror = mirrors.mirror_path(drop.repo)
+        # The drop's head, as confirmed just before; the fetched ref only if it is missing.
+        head = drop.head_sha if has_commit(mirror, drop.head_sha) else fetched_head
+        report = merge_conflicts(mirror, head, base_sha)
+        if report.clean:
+            reason = (
+                f"`{base_ref}` at {base_sha[:7]} now merges cleanly into {head[:7]}: "
+                "the conflict is gone"
+            )
+        else:
+            quest = " (all quest files: the quest merge driver can merge them)"
+            reason = (
+                f"{len(report.files)} conflicting file{'s' if len(report.files) != 1 else ''} "
+                f"merging `{base_ref}` at {base_sha[:7]}{quest if report.all_quest else ''}"
+            )
+        return Evidence(
+            triage_reason=reason,
+            conflict_files=report.files,
+            conflicts_all_quest=report.all_quest,
+            base_sha=base_sha,
+        )
+
+
+# --- the merge-group commit -----------------------------------------------------------------
+
+
+def find_group_commit(gh: TriageGitHub, store: Store, drop: Drop) -> GroupCommit | None:
+    """The commit the queue tested and failed, with its check runs.
+
+    Routes are tried in order of cost; a candidate whose checks all passed cannot be why the
+    PR was dropped, so the next route is tried. If no candidate has a failed check, the
+    first one found is returned (the evidence then says no check failed).
+    """
+    first: GroupCommit | None = None
+    seen: set[str] = set()
+    for sha, source in group_candidates(gh, store, drop):
+        if sha in seen:
+            continue
+        seen.add(sha)
+        group = GroupCommit(sha, source, tuple(gh.check_runs(drop.repo, sha)))
+        if group.failed:
+            return group
+        first = first or group
+    return first
+
+
+def group_candidates(gh: TriageGitHub, store: Store, drop: Drop) -> Iterator[tuple[str, str]]:
+    """(sha, where it came from), lazily: a later route costs calls only if it is reached."""
+    if drop.merge_group_sha:
+        yield drop.merge_group_sha, "recorded on the drop"
+    groups = store.groups_for(drop.repo, drop.pr)
+    if groups:
+        newest = groups[0]
+        # A row made from a failed check's webhook (the merge_group event missed) has no base.
+        source = "merge_group event" if newest.base_ref else "failed check webhook"
+        yield str(newest.head_sha), source
+    for run in gh.merge_group_runs(drop.repo):  # newest first
+        ref = parse_group_ref(run.head_branch)
+        if ref is not None and ref.pr == drop.pr:
+            yield run.head_sha, "merge-group workflow run"
+            break
+    removal = gh.latest_queue_removal(drop.repo, drop.pr)
+    before = removal.before_commit if removal is not None else None
+    # beforeCommit is usually the PR head (whose checks are not the group's): useless here.
+    if before and before != drop.head_sha:
+        yield before, "removal event beforeCommit"
+
+
+# --- jobs and their logs --------------------------------------------------------------------
+
+
+def job_details(gh: TriageGitHub, repo: str, checks: Sequence[CheckRun]) -> dict[int, Job]:
+    """Each check's job (steps included): one call per run holding several, else per job."""
+    by_run: dict[int | None, list[CheckRun]] = {}
+    for check in checks:
+        by_run.setdefault(run_id_of(check), []).append(check)
+    jobs: dict[int, Job] = {}
+    for run_id, members in by_run.items():
+        if run_id is not None and len(members) > 1:
+            ids = {c.id for c in members}
+            jobs.update({j.id: j for j in gh.run_jobs(repo, run_id) if j.id in ids})
+            continue
+        for check in members:
+            try:
+                jobs[check.id] = gh.job(repo, check.id)
+            except GitHubError as exc:
+                if isinstance(exc, RateLimited) or exc.status not in _LOG_GONE:
+                    raise
+    return jobs
+
+
+def run_id_of(check: CheckRun) -> int | None:
+    for url in (check.details_url, check.html_url):
+        m = _JOB_URL.search(url or "")
+        if m is not None and int(m.group(2)) == check.id:
+            return int(m.group(1))
+    return None
+
+
+def log_verdict(check: CheckRun, job: Job | None, e: LogExplanation) -> JobVerdict:
+    cls: TriageClass = e.class_.value  # the same seven names
+    if cls == "unknown":
+        cls = _by_conclusion(check)
+    why = evidence_why(e.evidence[0].line, e.evidence[0].text) if e.evidence else ""
+    failure = JobFailure(
+        job=check.name,
+        url=check.html_url or (job.html_url if job else None) or check.details_url or "",
+        # The log's `Run …` title is the command: what a person (or the fixer) re-runs.
+        step=e.step_title or e.step,
+        error_lines=e.error_lines,
+        excerpt=tuple((x.line, x.text) for x in e.excerpt),
+        summary=e.summary,
+        class_=cls,
+    )
+    return JobVerdict(failure, why)
+
+
+_CONCLUSION_CLASS: dict[str, TriageClass] = {
+    "cancelled": "cancelled",
+    "timed_out": "timeout",
+    "stale": "infrastructure",
+}
+
+
+def _by_conclusion(check: CheckRun) -> TriageClass:
+    """A class from GitHub's conclusion alone, when no log says more."""
+    return _CONCLUSION_CLASS.get(check.conclusion or "", "unknown")
+
+
+_NO_LOG = {
+    "cancelled": "cancelled before it finished (a newer run, a concurrency group or fail-fast); "
+    "not a failure of the pull request",
+    "timed_out": "timed out before it reported",
+    "stale": "GitHub marked it stale: it never completed",
+    "action_required": "it waits for a person to act on GitHub (action_required)",
+    "startup_failure": "its workflow could not start (startup_failure); check the workflow file",
+}
+
+
+def no_log_verdict(check: CheckRun) -> JobVerdict:
+    """A failed check whose log is not read: cancelled, or not a GitHub Actions job."""
+    conclusion = check.conclusion or ""
+    summary = _NO_LOG.get(conclusion)
+    if summary is None:
+        app = f" of `{check.app_slug}`" if check.app_slug else ""
+        summary = (
+            f"the check{app} reported `{conclusion}`; landbot reads only GitHub Actions logs, "
+            "so open the check for its details"
+        )
+    return without_log(check, _by_conclusion(check), summary)
+
+
+def without_log(check: CheckRun, cls: TriageClass, summary: str) -> JobVerdict:
+    failure = JobFailure(
+        job=check.name,
+        url=check.html_url or check.details_url or "",
+        step=None,
+        error_lines=(),
+        excerpt=(),
+        summary=summary,
+        class_=cls,
+    )
+    return JobVerdict(failure, f"GitHub reports `{check.conclusion}`")
+
+
+def triage_ops(gh: GitHubOps) -> TriageGitHub:
+    if not isinstance(gh, TriageGitHub):
+        raise TypeError(
+            f"{type(gh).__name__} cannot read jobs and logs: triage needs run_jobs, job, "
+            "job_log, latest_queue_removal and git_token (landbot.github.client.GitHubClient)"
+        )
+    return gh

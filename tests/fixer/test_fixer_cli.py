@@ -1,0 +1,257 @@
+"""`landbot fixer run --workdir DIR [--evidence FILE] [--agent NAME]`, as a whole process:
+one job on a local checkout, the verdict JSON on stdout; exit 0 when the agent gave a
+verdict, 1 when it gave none, 2 for a usage or environment error."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from landbot.fixer.sandbox import SandboxUnavailable, check_host
+
+LANDBOT = str(Path(sys.executable).parent / "landbot")
+FIXED = {
+    "verdict": "fixed",
+    "summary": "set ANSWER to 42",
+    "recommendation": "",
+    "reproduced": True,
+}
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", f"safe.directory={cwd}", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+@pytest.fixture
+def root() -> Iterator[Path]:
+    try:
+        check_host()
+    except SandboxUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must be able to run the sandbox: {exc}")
+        pytest.skip(f"this host cannot run the sandbox: {exc}")
+    path = Path(tempfile.mkdtemp(prefix="landbot-fixcli-", dir="/tmp"))
+    os.chmod(path, 0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def checkout(root: Path) -> Path:
+    work = root / "work"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    git(work, "config", "user.name", "Operator")
+    git(work, "config", "user.email", "op@example.invalid")
+    (work / "app.py").write_text("ANSWER = 41\n")
+    (work / "check.sh").write_text("grep -qx 'ANSWER = 42' app.py\n")
+    git(work, "add", ".")
+    git(work, "commit", "-q", "-m", "initial")
+    return work
+
+
+def agent(root: Path, body: str) -> Path:
+    path = root / "tools" / "agent.sh"
+    path.parent.mkdir(mode=0o755, exist_ok=True)
+    path.write_text("#!/bin/sh\nset -e\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def landbot(
+    root: Path, *args: str, command: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("LANDBOT_")}
+    if command is not None:
+        base["LANDBOT_FIXER__COMMAND"] = json.dumps([str(command)])
+    return subprocess.run(
+        [LANDBOT, "fixer", "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**base, **(env or {})},
+        cwd=root,  # no config/landbot.toml here
+    )
+
+
+WRITE_FIXED = f"printf '%s' '{json.dumps(FIXED)}' > \"$LANDBOT_VERDICT_FILE\"\n"
+
+
+def test_a_command_agent_fixes_the_checkout_and_the_verdict_is_printed(
+    root: Path, checkout: Path
+) -> None:
+    head = git(checkout, "rev-parse", "HEAD")
+    # `landbot triage log --json` output as the evidence: its step gives the command.
+    evidence = root / "triage.json"
+    evidence.write_text(
+        json.dumps(
+            {
+                "class": "genuine",
+                "step": "Run sh check.sh",
+                "error_lines": [3],
+                "summary": "check.sh exited 1",
+                "excerpt": [{"line": 3, "text": "Error: Process completed with exit code 1."}],
+            }
+        )
+    )
+    script = agent(
+        root,
+        "echo 'working on it' >&2\necho 'noise on stdout'\n"
+        "grep -qx '   sh check.sh' \"$LANDBOT_PROMPT_FILE\"\n"
+        "if sh check.sh; then exit 3; fi\n"
+        "echo 'ANSWER = 42' > app.py\nsh check.sh\ngit commit -qam 'Set the answer'\n"
+        + WRITE_FIXED,
+    )
+    done = landbot(root, "--workdir", str(checkout), "--evidence", str(evidence), command=script)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == FIXED  # stdout holds the verdict and nothing else
+    assert done.stdout.count("\n") == 1
+    assert "working on it" in done.stderr and "noise on stdout" in done.stderr
+    assert git(checkout, "log", "-1", "--format=%P %s") == f"{head} Set the answer"
+    assert not (checkout / ".git" / "landbot").exists()  # the exchange folder is cleaned up
+
+
+def test_a_merge_in_progress_is_a_conflict_job(root: Path, checkout: Path) -> None:
+    git(checkout, "checkout", "-q", "-b", "feature")
+    (checkout / "app.py").write_text("ANSWER = 42\n")
+    git(checkout, "commit", "-qam", "feature")
+    git(checkout, "checkout", "-q", "main")
+    (checkout / "app.py").write_text("ANSWER = 40\n")
+    git(checkout, "commit", "-qam", "main moves")
+    base = git(checkout, "rev-parse", "HEAD")
+    git(checkout, "checkout", "-q", "feature")
+    head = git(checkout, "rev-parse", "HEAD")
+    merge = subprocess.run(
+        ["git", "merge", "-q", "main"], cwd=checkout, capture_output=True, text=True
+    )
+    assert merge.returncode == 1  # conflicted
+    script = agent(
+        root,
+        "grep -q '^- `app.py`$' \"$LANDBOT_PROMPT_FILE\"\n"
+        "grep -q 'middle of `git merge`' \"$LANDBOT_PROMPT_FILE\"\n"
+        "echo 'ANSWER = 42' > app.py\ngit add app.py\ngit commit -q --no-edit\n" + WRITE_FIXED,
+    )
+    done = landbot(root, "--workdir", str(checkout), command=script)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["verdict"] == "fixed"
+    assert git(checkout, "log", "-1", "--format=%P").split() == [head, base]
+
+
+def test_no_verdict_exits_1_and_still_prints_one(root: Path, checkout: Path) -> None:
+    done = landbot(root, "--workdir", str(checkout), command=agent(root, "true\n"))
+    assert done.returncode == 1
+    verdict = json.loads(done.stdout)
+    assert verdict["verdict"] == "needs_human"
+    assert verdict["summary"] == "the agent wrote no verdict (it exited with code 0)"
+    assert "landbot: the agent wrote no verdict" in done.stderr
+    # The control: a verdict that says needs_human is still a verdict (exit 0).
+    human = agent(
+        root,
+        'printf \'%s\' \'{"verdict":"needs_human","summary":"s","recommendation":"r",'
+        '"reproduced":false}\' > "$LANDBOT_VERDICT_FILE"\n',
+    )
+    assert landbot(root, "--workdir", str(checkout), command=human).returncode == 0
+
+
+def test_a_timeout_exits_1(root: Path, checkout: Path) -> None:
+    script = agent(root, WRITE_FIXED + "sleep 60\n")
+    done = landbot(root, "--workdir", str(checkout), "--timeout", "1", command=script)
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["summary"] == "the agent timed out after 1 s and was stopped"
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("not a checkout", "is not a git checkout with its own .git folder"),
+        ("evidence not JSON", "is not JSON"),
+        ("evidence missing", "cannot read the evidence file"),
+        ("bad evidence", "the evidence file is not usable"),
+        ("unknown agent", "there is no fixer agent 'gpt'"),
+        ("no command", "LANDBOT_FIXER__COMMAND"),
+        ("codex without a model", "needs a model"),
+        ("bad timeout", "--timeout and --memory must be positive"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(
+    root: Path, checkout: Path, case: str, message: str
+) -> None:
+    script = agent(root, WRITE_FIXED)
+    args = ["--workdir", str(checkout)]
+    command: Path | None = script
+    if case == "not a checkout":
+        plain = root / "plain"
+        plain.mkdir()
+        args = ["--workdir", str(plain)]
+    elif case.startswith("evidence") or case == "bad evidence":
+        evidence = root / "evidence.json"
+        if case == "evidence not JSON":
+            evidence.write_text("{oops")
+        elif case == "bad evidence":
+            evidence.write_text(json.dumps({"format": 1, "drop": {"reason": "exploded"}}))
+        args += ["--evidence", str(evidence)]
+    elif case == "unknown agent":
+        args += ["--agent", "gpt"]
+    elif case == "no command":
+        command = None
+    elif case == "codex without a model":
+        args += ["--agent", "codex"]
+    elif case == "bad timeout":
+        args += ["--timeout", "0"]
+    done = landbot(root, *args, command=command)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("landbot: ") and message in lines[0], lines
+    # Nothing was run: the checkout is as it was.
+    if case != "not a checkout":
+        assert git(checkout, "log", "--format=%s") == "initial"
+
+
+def test_codex_through_the_cli(root: Path, checkout: Path) -> None:
+    """What an operator runs to try Codex on a checkout before trusting it with a queue."""
+    from landbot.fixer.agents import AgentUnavailable, find_codex
+    from landbot.testing.model_server import ModelScript, ScriptedModelServer
+
+    try:
+        find_codex()
+    except AgentUnavailable as exc:
+        pytest.fail(f"{exc}. CI installs it; on this machine run scripts/setup first")
+    script = ModelScript(
+        commands=["echo 'ANSWER = 42' > app.py && git commit -qam 'Set the answer'"],
+        verdict=FIXED,
+    )
+    with ScriptedModelServer(script) as model:
+        done = landbot(
+            root,
+            "--workdir",
+            str(checkout),
+            "--agent",
+            "codex",
+            env={
+                "LANDBOT_FIXER__MODEL_URL": model.url,
+                "LANDBOT_FIXER__MODEL_API_KEY": "sk-operator-key",
+            },
+        )
+        seen = model.requests
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == FIXED
+    assert git(checkout, "log", "-1", "--format=%s") == "Set the answer"
+    assert len(seen) == 2
+    assert all(r.header("authorization") == "Bearer sk-operator-key" for r in seen)

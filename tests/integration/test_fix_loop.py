@@ -1,0 +1,113 @@
+"""A genuine failure goes to the fixer: a command agent in the real sandbox repairs the PR,
+landbot publishes the commit to the PR's branch, arms auto-merge, and the PR merges."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from landbot.intake.worker import Worker
+from landbot.land.comments import HANDBACK_MARKER, STATUS_MARKER
+from landbot.land.loop import Lander
+from landbot.runtime import make_fixer
+from landbot.testing import CheckScenario
+from landbot.testing.scenarios import CheckContext
+
+from .conftest import World
+
+# The agent: a plain script, run inside the sandbox with the checkout as its working
+# directory. It fixes the one-line bug, proves the fix, commits, and writes its verdict.
+FIXING_AGENT = r"""#!/usr/bin/python3
+import json, os, subprocess
+src = open("app.py").read()
+open("app.py", "w").write(src.replace("return 41", "return 42"))
+subprocess.run(["git", "-c", "user.name=agent", "-c", "user.email=agent@example.com",
+                "commit", "-qam", "Fix answer()"], check=True)
+json.dump({"verdict": "fixed", "summary": "answer() returned 41", "recommendation": "",
+           "reproduced": True}, open(os.environ["LANDBOT_VERDICT_FILE"], "w"))
+"""
+GIVING_UP_AGENT = r"""#!/usr/bin/python3
+import json, os
+json.dump({"verdict": "needs_human", "summary": "the test and the code disagree",
+           "recommendation": "decide whether answer() should be 41 or 42",
+           "reproduced": True}, open(os.environ["LANDBOT_VERDICT_FILE"], "w"))
+"""
+
+
+def ci(ctx: CheckContext) -> CheckScenario:
+    """The project's CI, honestly: it fails while app.py has the bug."""
+    if "return 41" in (ctx.read_file("app.py") or ""):
+        return CheckScenario.failing(
+            output=("FAILED tests/test_app.py::test_answer - assert 41 == 42",)
+        )
+    return CheckScenario.passing()
+
+
+@pytest.fixture
+def open_dir() -> Iterator[Path]:
+    """A folder the sandbox uid can traverse (pytest's own tmp root is mode 700)."""
+    path = Path(tempfile.mkdtemp(prefix="landbot-fix-"))
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def with_fixer(world: World, tmp_path: Path, script: str) -> None:
+    agent = tmp_path / "agent" / "fix.py"
+    agent.parent.mkdir()
+    agent.write_text(script)
+    agent.chmod(agent.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    os.chmod(agent.parent, 0o755)
+    world.settings.fixer.command = [str(agent)]
+    world.settings.fixer.state_dir = tmp_path / "state"
+    world.settings.fixer.timeout = 60
+    lander = Lander(world.settings, world.store, world.client, fixer_enabled=True)
+    world.lander = lander
+    world.worker = Worker(
+        world.store, lambda: lander, fixer=make_fixer(world.settings, lambda: lander)
+    )
+
+
+@pytest.fixture(autouse=True)
+def _needs_bwrap() -> None:
+    if shutil.which("bwrap") is None:
+        pytest.fail("bubblewrap is not installed: run scripts/setup (CI installs it)")
+
+
+def test_a_genuine_failure_is_fixed_published_and_merges(world: World, open_dir: Path) -> None:
+    with_fixer(world, open_dir, FIXING_AGENT)
+    world.gh.set_checks(world.repo, ci)
+    pr = world.open_pr("feat-bug", {"app.py": "def answer():\n    return 41\n"})
+    world.gh.enqueue(pr, actor="alice")
+    assert world.gh.run_queue(world.repo)[-1].reason == "CI_FAILURE"
+    world.settle()
+    [drop] = world.store.drops()
+    assert drop.outcome == "fixed", drop.summary
+    pr = world.gh.pull(world.repo, pr.number)
+    assert pr.head_sha != drop.head_sha and pr.auto_merge is not None
+    assert world.mutations().count("EnablePullRequestAutoMerge") == 1
+    [status] = world.bot_comments(pr.number)
+    assert STATUS_MARKER in status.body and "pushed a fix" in status.body
+    world.gh.sync()
+    world.gh.run_queue(world.repo)
+    assert world.gh.pull(world.repo, pr.number).merged
+
+
+def test_needs_human_is_handed_back_with_the_recommendation(world: World, open_dir: Path) -> None:
+    with_fixer(world, open_dir, GIVING_UP_AGENT)
+    world.gh.set_checks(world.repo, ci)
+    pr = world.open_pr("feat-unsure", {"app.py": "def answer():\n    return 41\n"})
+    world.gh.enqueue(pr, actor="alice")
+    world.gh.run_queue(world.repo)
+    world.settle()
+    [drop] = world.store.drops()
+    assert drop.outcome == "handed_back"
+    [handback] = [c for c in world.bot_comments(pr.number) if HANDBACK_MARKER in c.body]
+    assert "decide whether answer() should be 41 or 42" in handback.body
+    assert world.gh.pull(world.repo, pr.number).head_sha == drop.head_sha  # nothing pushed
