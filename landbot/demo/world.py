@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 # The demo's own webhook secret: it signs deliveries between two servers on loopback.
 WEBHOOK_SECRET = "landbot-demo-webhook-secret"
 APP_SLUG = "landbot"
+AGENT_TIMEOUT = 300.0  # seconds for one agent run (the scripted one takes one)
 
 
 @dataclass
@@ -66,6 +67,7 @@ def demo_settings(
     app_id: int,
     key_file: Path,
     database: Path,
+    state_dir: Path,
     fixer: FixerSettings,
 ) -> Settings:
     """landbot's settings for the demo: the operator's sandbox and triage settings (from
@@ -80,7 +82,7 @@ def demo_settings(
         ),
         database_url=f"sqlite:///{database}",
         repos=[project.REPO],
-        fixer=fixer,
+        fixer=fixer.model_copy(update={"state_dir": state_dir, "timeout": AGENT_TIMEOUT}),
         sandbox=base.sandbox,
         triage=base.triage,
         worker=WorkerSettings(lease_seconds=base.worker.lease_seconds, idle_sleep=0.05),
@@ -128,6 +130,7 @@ def open_world(
             app_id=app.id,
             key_file=key_file,
             database=root / "landbot.db",
+            state_dir=root / "fixer",
             fixer=fixer,
         )
         store = open_store(settings)

@@ -15,8 +15,11 @@ Layout under the root folder:
       OWNER/REPO.lock        flock: one fetch, clone or gc at a time per mirror
       OWNER/REPO.trees/SHA   a pristine checkout of SHA, owned by the sandbox uid (overlay)
     jobs/                    mode 755, so bubblewrap (started as the sandbox uid) can bind
-      OWNER.REPO.prN.XXXX/   one job, root-owned; `.lock` held while the job lives
-        work/                the work tree, owned by the sandbox uid
+      OWNER.REPO.prN.XXXX/   one job (`Workspace.job_dir`), root-owned, mode 755:
+        .lock                held while the job lives (prune skips it)
+        work/                the work tree, owned by the sandbox uid (`Workspace.path`)
+        upper/ overlay/      the overlay's upper layer and scratch folder (overlay jobs)
+        clone/ check/        scratch: the clone before it moves, publish's quest checkout
 
 Why a clone and not `git worktree add`: the agent commits inside the sandbox, and a linked
 work tree keeps its index, HEAD and objects in the mirror, which the sandbox must neither
@@ -344,8 +347,11 @@ class Workspaces:
         self.mirrors = self.root / "mirrors"
         self.jobs = self.root / "jobs"
         self.stats = Stats()
-        self.root.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.root, 0o755)  # the jobs below must be reachable by the sandbox uid
+        if not self.root.is_dir():
+            # The jobs below must be reachable by the sandbox uid (bubblewrap binds them as
+            # that uid); an existing folder keeps the mode its operator gave it.
+            self.root.mkdir(parents=True)
+            os.chmod(self.root, 0o755)
         self.mirrors.mkdir(mode=0o700, exist_ok=True)
         os.chmod(self.mirrors, 0o700)
         self.jobs.mkdir(mode=0o755, exist_ok=True)

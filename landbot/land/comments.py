@@ -212,8 +212,10 @@ def render_handback(
             parts.append(f"**It recommends:** {fixer.recommendation}")
         if fixer.refused:
             parts.append(f"**Not published because:** {fixer.refused}")
-    if evidence.triage_class and evidence.triage_reason:
-        parts += ["", f"**Triage:** {evidence.triage_class}: {_inert(evidence.triage_reason)}"]
+    if evidence.triage_reason:
+        # Without a class, the reason says why triage could not give one.
+        cls = f"{evidence.triage_class}: " if evidence.triage_class else ""
+        parts += ["", f"**Triage:** {cls}{_inert(evidence.triage_reason)}"]
     if evidence.jobs:
         parts += ["", "**Failed checks on the merge group:**", *_jobs(evidence)]
     elif evidence.failed_checks:
