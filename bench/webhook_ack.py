@@ -187,6 +187,48 @@ async def drive(port: int, rate: float, duration: float, run: str) -> dict[str, 
     }
 
 
+# --- the GIL convoy, measured on its own ------------------------------------------------
+
+
+def convoy(switch_interval: float, writes: int = 300) -> dict[str, float]:
+    """Store-write latency in a thread while another thread is busy with Python code (as
+    the event loop is under load), at a given GIL switch interval."""
+    import threading
+
+    from landbot.store import Store
+
+    sys.setswitchinterval(switch_interval)
+    body = json.dumps(json.loads(PAYLOAD.read_bytes()), separators=(",", ":")).encode()
+    with tempfile.TemporaryDirectory(prefix="webhook-ack-bench-") as tmp:
+        store = Store.open(f"sqlite:///{tmp}/landbot.db")
+        stop = threading.Event()
+
+        def busy() -> None:
+            while not stop.is_set():
+                sum(range(1000))
+
+        thread = threading.Thread(target=busy)
+        thread.start()
+        lat = []
+        try:
+            for i in range(writes):
+                t = time.perf_counter()
+                store.record_delivery(f"c-{i}", "pull_request", "dequeued", "o/r", body)
+                lat.append((time.perf_counter() - t) * 1000)
+                time.sleep(0.002)
+        finally:
+            stop.set()
+            thread.join()
+            store.close()
+    lat.sort()
+    return {
+        "switch_ms": switch_interval * 1000,
+        "median_ms": statistics.median(lat),
+        "p99_ms": lat[int(0.99 * len(lat))],
+        "max_ms": lat[-1],
+    }
+
+
 # --- the conductor -----------------------------------------------------------------------
 
 
@@ -315,6 +357,12 @@ def main() -> None:
         help="override SQLite's synchronous pragma in the landbot server (default: the store's)",
     )
     ap.add_argument("--repeat", type=int, default=1, help="runs per rate and server (max 5)")
+    ap.add_argument(
+        "--convoy",
+        action="store_true",
+        help="instead: store-write latency beside a busy thread at GIL switch intervals 5, 1 ms",
+    )
+    ap.add_argument("--convoy-child", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--json", action="store_true", help="print the raw results as JSON too")
     # internal: the child processes
     ap.add_argument("--serve", choices=["landbot", "baseline"], help=argparse.SUPPRESS)
@@ -327,6 +375,27 @@ def main() -> None:
 
     if args.serve:
         serve(args.serve, args.port, args.db, args.synchronous)
+        return
+    if args.convoy:
+        print("| GIL switch interval | write median ms | write p99 ms | write max ms |")
+        print("|---|---|---|---|")
+        for _ in range(3):
+            for interval in (0.005, 0.001):
+                c = subprocess.run(
+                    [sys.executable, __file__, "--convoy-child", str(interval)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    timeout=120,
+                )
+                r = json.loads(c.stdout)
+                print(
+                    f"| {r['switch_ms']:.0f} ms | {r['median_ms']:.2f} | {r['p99_ms']:.2f}"
+                    f" | {r['max_ms']:.2f} |"
+                )
+        return
+    if args.convoy_child:
+        print(json.dumps(convoy(args.convoy_child)))
         return
     if args.load:
         print(json.dumps(asyncio.run(drive(args.port, args.rate, args.duration, args.run))))

@@ -82,9 +82,13 @@ def test_command(evidence: dict[str, Any]) -> tuple[list[str], str]:
         if argv and argv[0] in ("python", "python3"):
             argv[0] = sys.executable
         if argv[1:3] == ["-m", "pytest"] and not has_module("pytest"):
-            return [sys.executable, *UNITTEST], f"`{command}` with unittest (no pytest here)"
+            say(
+                f"`{command}` needs pytest, which the sandbox's Python lacks: "
+                "running the same tests with unittest"
+            )
+            return [sys.executable, *UNITTEST], f"`{command}`"
         return argv, f"`{command}`"
-    return [sys.executable, *UNITTEST], "the test suite (the evidence names no command)"
+    return [sys.executable, *UNITTEST], "the test suite"
 
 
 def write_verdict(verdict: str, summary: str, recommendation: str, reproduced: bool) -> None:
@@ -178,7 +182,7 @@ def main() -> int:
             "needs_human", "git commit failed: " + tail(output, 1), "Commit the fix by hand.", True
         )
         return 0
-    write_verdict("fixed", f"{why}; fixed {path}, and {how} passes", "", True)
+    write_verdict("fixed", f"{why}. Fixed {path}; {how} passes now.", "", True)
     return 0
 
 

@@ -17,7 +17,8 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,12 +68,33 @@ class CiRun:
         return all(j.conclusion == "success" for j in self.jobs)
 
 
+def _git(cwd: Path | None, *args: str, check: bool = True) -> str:
+    done = subprocess.run(
+        ["git", "-c", "core.hooksPath=/dev/null", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if check and done.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed: {done.stderr.strip()}")
+    return done.stdout.strip()
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    name: str
+    shown: str  # the command as the log shows it
+    argv: tuple[str, ...]
+    runner_dies: bool = False
+
+
 @dataclass
 class DemoCI:
     """A callable check scenario (see landbot.testing.scenarios.CheckContext)."""
 
     bare: Path  # the simulated GitHub's repository
-    work: Path  # the runner's checkout (made on first use)
+    runners: Path  # one checkout per job below it, made on first use
     base_branch: str = "main"
     python: str = sys.executable
     flaky_pulls: frozenset[int] = frozenset()  # their first merge group loses its runner
@@ -92,69 +114,58 @@ class DemoCI:
 
     # --- running ----------------------------------------------------------------------
 
-    def _git(self, *args: str, check: bool = True) -> str:
-        done = subprocess.run(
-            ["git", "-c", "core.hooksPath=/dev/null", *args],
-            cwd=self.work,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if check and done.returncode != 0:
-            raise RuntimeError(f"git {' '.join(args)} failed: {done.stderr.strip()}")
-        return done.stdout.strip()
-
-    def _checkout(self, sha: str) -> None:
-        if not (self.work / ".git").is_dir():
+    def _checkout(self, job: str, sha: str) -> Path:
+        work = self.runners / job
+        if not (work / ".git").is_dir():
             # --shared: the runner reads the objects of the simulated GitHub's repository
             # (alternates), so every commit pushed there is at hand without a fetch.
-            subprocess.run(
-                [
-                    "git",
-                    "clone",
-                    "--quiet",
-                    "--shared",
-                    "--no-checkout",
-                    str(self.bare),
-                    str(self.work),
-                ],
-                check=True,
-                capture_output=True,
-            )
-        self._git("checkout", "--quiet", "--force", "--detach", sha)
-        self._git("clean", "--quiet", "-ffdx")
+            _git(None, "clone", "--quiet", "--shared", "--no-checkout", str(self.bare), str(work))
+        _git(work, "checkout", "--quiet", "--force", "--detach", sha)
+        _git(work, "clean", "--quiet", "-ffdx")
+        return work
 
     def _base(self, ctx: CheckContext) -> str | None:
         if ctx.event == "merge_group":
             # A merge-group commit's first parent is the base it was built on.
-            return self._git("rev-parse", f"{ctx.sha}^1", check=False) or None
+            return _git(None, f"--git-dir={self.bare}", "rev-parse", f"{ctx.sha}^1") or None
         # A pull request's checks compare with the base branch's tip (pull_request.base.sha).
-        done = subprocess.run(
-            [
-                "git",
-                f"--git-dir={self.bare}",
-                "rev-parse",
-                "--verify",
-                "--quiet",
-                f"refs/heads/{self.base_branch}",
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        return done.stdout.strip() or None
+        ref = f"refs/heads/{self.base_branch}"
+        return _git(None, f"--git-dir={self.bare}", "rev-parse", "--verify", ref) or None
 
-    def _command(self, argv: Sequence[str], shown: str, name: str) -> JobResult:
+    def _plans(self, ctx: CheckContext, base: str | None) -> list[JobPlan]:
+        """The jobs of .github/workflows/ci.yml for this event."""
+        shown = f"landbot quest check --base {base}" if base else "landbot quest check"
+        argv = [self.python, "-m", "landbot", "quest", "check", *(["--base", base] if base else [])]
+        plans = [JobPlan("quest", shown, tuple(argv))]
+        if ctx.event == "merge_group":
+            pr = ctx.pull_numbers[0] if ctx.pull_numbers else 0
+            attempt = self._groups_seen.get(pr, 0) + 1
+            self._groups_seen[pr] = attempt
+            plans.append(
+                JobPlan(
+                    "test",
+                    "python -m pytest -q -p no:cacheprovider",
+                    (self.python, "-m", "pytest", "-q", "-p", "no:cacheprovider"),
+                    runner_dies=pr in self.flaky_pulls and attempt == 1,
+                )
+            )
+        return plans
+
+    def _job(self, plan: JobPlan, sha: str) -> JobResult:
+        if plan.runner_dies:
+            return JobResult(plan.name, "failure", plan.shown, None, RUNNER_SHUTDOWN)
+        work = self._checkout(plan.name, sha)
         env = {
             **os.environ,
             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
             "NO_COLOR": "1",
+            "COLUMNS": "120",
         }
         env.pop("PYTHONPATH", None)
         done = subprocess.run(
-            list(argv),
-            cwd=self.work,
+            list(plan.argv),
+            cwd=work,
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -163,27 +174,15 @@ class DemoCI:
         )
         lines = tuple(done.stdout.splitlines()[-MAX_OUTPUT_LINES:])
         conclusion = "success" if done.returncode == 0 else "failure"
-        return JobResult(name, conclusion, shown, done.returncode, lines)
+        return JobResult(plan.name, conclusion, plan.shown, done.returncode, lines)
 
     def _run(self, ctx: CheckContext) -> CiRun:
-        self._checkout(ctx.sha)
         base = self._base(ctx)
-        quest_cmd = f"landbot quest check --base {base}" if base else "landbot quest check"
-        quest_argv = [self.python, "-m", "landbot", "quest", "check"]
-        if base:
-            quest_argv += ["--base", base]
-        jobs = [self._command(quest_argv, quest_cmd, "quest")]
-        if ctx.event == "merge_group":
-            test_cmd = "python -m pytest -q -p no:cacheprovider"
-            pr = ctx.pull_numbers[0] if ctx.pull_numbers else 0
-            attempt = self._groups_seen.get(pr, 0) + 1
-            self._groups_seen[pr] = attempt
-            if pr in self.flaky_pulls and attempt == 1:
-                jobs.append(JobResult("test", "failure", test_cmd, None, RUNNER_SHUTDOWN))
-            else:
-                argv = [self.python, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-                jobs.append(self._command(argv, test_cmd, "test"))
-        return CiRun(ctx.sha, ctx.event, tuple(ctx.pull_numbers), base, tuple(jobs))
+        plans = self._plans(ctx, base)
+        # The jobs of one run go to separate runners at once, as on GitHub.
+        with ThreadPoolExecutor(max_workers=len(plans)) as pool:
+            jobs = tuple(pool.map(lambda plan: self._job(plan, ctx.sha), plans))
+        return CiRun(ctx.sha, ctx.event, tuple(ctx.pull_numbers), base, jobs)
 
 
 def _job_spec(job: JobResult) -> JobSpec:

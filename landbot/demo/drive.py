@@ -23,6 +23,11 @@ from landbot.land.comments import HANDBACK_MARKER, STATUS_MARKER
 # Loggers whose INFO messages say what landbot is doing (the rest is bookkeeping).
 PROGRESS_LOGGERS = ("landbot.land", "landbot.fixer", "landbot.triage")
 _PR_REF = re.compile(r"#(\d+)\b")
+# The land loop's closing line per drop ("OWNER/NAME#N: outcome (why)"): the observer says
+# the same with the triage class, so it is not repeated.
+_CLOSING = re.compile(r"^[\w.-]+/[\w.-]+#\d+: (?!pending)\w+ \(")
+QUIET_REASONS = ("merged", "already_merged")
+GIST_CHARS = 160
 
 
 class Reporter(Protocol):
@@ -60,12 +65,21 @@ def short(sha: str | None) -> str:
     return (sha or "")[:7]
 
 
-def first_line(text: str) -> str:
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith("<!--"):
-            return line
-    return ""
+def clip(text: str, limit: int = GIST_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def comment_gist(body: str) -> str:
+    """A comment in one line: which kind, and what it asks or says next."""
+    lines = [line.strip() for line in body.splitlines() if line.strip()]
+    if HANDBACK_MARKER in body:
+        ask = next((line for line in lines if line.startswith("**What to decide:**")), "")
+        mention = lines[1].split()[0] if len(lines) > 1 else ""
+        return clip(f"a hand-back comment to {mention}: {ask.replace('**', '')}")
+    if STATUS_MARKER in body:
+        text = [line for line in lines if not line.startswith("<!--")]
+        return clip(f"its status comment: {text[-1] if text else ''}")
+    return clip(f"a comment: {lines[0] if lines else ''}")
 
 
 class Observer:
@@ -131,17 +145,15 @@ class Observer:
 
     def _drops(self) -> None:
         now = self.drop_states()
-        say = self.reporter.event
         for drop_id, new in sorted(now.items()):
             old = self.drops.get(drop_id)
-            if old is None:
-                say("landbot", new.pr, f"recorded a drop: {new.reason} (from the {new.source})")
-            if old is None or (old.outcome, old.cls) != (new.outcome, new.cls):
-                if new.outcome == "pending" and new.cls is None:
-                    continue
-                cls = f" [{new.cls}]" if new.cls else ""
-                why = f": {new.summary}" if new.summary else ""
-                say("landbot", new.pr, f"{new.outcome}{cls}{why}")
+            if new.reason in QUIET_REASONS or new.outcome == "pending":
+                continue  # a merge costs landbot nothing; a pending drop is still in work
+            if old is not None and (old.outcome, old.cls) == (new.outcome, new.cls):
+                continue
+            cls = f" [{new.cls}]" if new.cls else ""
+            why = f": {new.summary}" if new.summary else ""
+            self.reporter.event("landbot", new.pr, f"{new.reason} → {new.outcome}{cls}{why}")
         self.drops = now
 
     def _comments(self) -> None:
@@ -158,15 +170,8 @@ class Observer:
             old = self.comments.get(cid)
             if old == body:
                 continue
-            kind = (
-                "hand-back comment"
-                if HANDBACK_MARKER in body
-                else "status comment"
-                if STATUS_MARKER in body
-                else "comment"
-            )
-            verb = "posted a" if old is None else "edited its"
-            self.reporter.event("landbot", owner[cid], f"{verb} {kind}: {first_line(body)}")
+            verb = "posted" if old is None else "edited"
+            self.reporter.event("landbot", owner[cid], f"{verb} {comment_gist(body)}")
         self.comments = now
 
     def settled(self) -> bool:
@@ -200,6 +205,8 @@ class LogRelay(logging.Handler):
             text = record.getMessage()
         except Exception:  # a bad format string must not break the demo
             return
+        if _CLOSING.match(text):
+            return
         found = _PR_REF.search(text)
         self.reporter.event("landbot", int(found.group(1)) if found else None, text)
 
@@ -212,7 +219,8 @@ def report_ci(reporter: Reporter) -> Callable[[CiRun], None]:
             for job in run.jobs
         )
         what = "merge group" if run.event == "merge_group" else "pull request head"
-        for number in run.pulls or (None,):  # type: ignore[assignment]
+        numbers: tuple[int | None, ...] = run.pulls or (None,)
+        for number in numbers:
             reporter.event("ci", number, f"CI on the {what} {short(run.sha)}: {marks}")
 
     return on_run

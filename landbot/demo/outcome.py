@@ -60,6 +60,7 @@ class PullRecord:
     key: str  # the story: prelude, flaky, policy, conflict, genuine
     author: str
     title: str
+    label: str
     story: str
     expected: str
     state: str  # merged | open | closed
@@ -97,50 +98,53 @@ def _has(pull: PullRecord, **want: Any) -> DropRecord | None:
 
 def judge(pull: PullRecord) -> Verdict:
     """Whether `pull` ended as its story says (pure)."""
-    fail = Verdict
+    no = Verdict  # Verdict(False, why)
     if pull.key == "prelude":
-        return Verdict(True) if pull.merged else fail(False, "it did not merge")
+        return Verdict(True) if pull.merged else no(False, "it did not merge")
     if pull.key == "flaky":
-        if (
-            _has(pull, reason="failed_checks", cls=("flaky", "infrastructure"), outcome="requeued")
-            is None
-        ):
-            return fail(False, "landbot did not re-enqueue it as a runner failure")
-        if pull.handbacks():
-            return fail(False, "landbot handed it back")
-        return (
-            Verdict(True) if pull.merged else fail(False, "it did not merge after the re-enqueue")
+        # Re-enqueued by triage itself (no fixer job), as a failure not the PR's own.
+        requeued = _has(
+            pull,
+            reason="failed_checks",
+            cls=("flaky", "infrastructure"),
+            outcome="requeued",
+            fix_mode=None,
         )
+        if requeued is None:
+            return no(False, "landbot did not re-enqueue it as a runner failure")
+        if pull.handbacks():
+            return no(False, "landbot handed it back")
+        return Verdict(True) if pull.merged else no(False, "it did not merge after the re-enqueue")
     if pull.key == "policy":
         if pull.merged:
-            return fail(False, "it merged with a broken quest tree")
+            return no(False, "it merged with a broken quest tree")
         if _has(pull, reason="failed_checks", cls="policy", outcome="handed_back") is None:
-            return fail(False, "landbot did not hand it back as a quest check failure")
+            return no(False, "landbot did not hand it back as a quest check failure")
+        if any(d.fix_mode is not None for d in pull.drops):
+            return no(False, "it went to the fixer instead of straight back to its author")
         if not pull.findings:
-            return fail(False, "the quest check reported no finding")
+            return no(False, "the quest check reported no finding")
         bodies = [c.body for c in pull.handbacks()]
-        missing = [f for f in pull.findings if not any(f in b for b in bodies)]
         if not bodies:
-            return fail(False, "there is no hand-back comment")
+            return no(False, "there is no hand-back comment")
+        missing = [f for f in pull.findings if not any(f in b for b in bodies)]
         if missing:
-            return fail(False, f"the hand-back does not quote {missing[0]!r}")
+            return no(False, f"the hand-back does not quote {missing[0]!r}")
         return Verdict(True)
     if pull.key == "conflict":
         if _has(pull, reason="merge_conflict", outcome="fixed", fix_mode="merge_driver") is None:
-            return fail(False, "landbot did not resolve the conflict with the quest merge driver")
+            return no(False, "landbot did not resolve the conflict with the quest merge driver")
         if not any(c.merge for c in pull.landbot_commits):
-            return fail(False, "landbot pushed no merge commit")
-        return Verdict(True) if pull.merged else fail(False, "it did not merge after the fix")
+            return no(False, "landbot pushed no merge commit")
+        return Verdict(True) if pull.merged else no(False, "it did not merge after the fix")
     if pull.key == "genuine":
-        if (
-            _has(pull, reason="failed_checks", cls="genuine", outcome="fixed", fix_mode="agent")
-            is None
-        ):
-            return fail(False, "landbot's fixer did not fix it")
+        fixed = _has(pull, reason="failed_checks", cls="genuine", outcome="fixed", fix_mode="agent")
+        if fixed is None:
+            return no(False, "landbot's fixer did not fix it")
         if not any(not c.merge for c in pull.landbot_commits):
-            return fail(False, "landbot pushed no fix commit")
-        return Verdict(True) if pull.merged else fail(False, "it did not merge after the fix")
-    return fail(False, f"no story {pull.key!r}")
+            return no(False, "landbot pushed no fix commit")
+        return Verdict(True) if pull.merged else no(False, "it did not merge after the fix")
+    return no(False, f"no story {pull.key!r}")
 
 
 def happened(pull: PullRecord) -> str:
@@ -264,6 +268,7 @@ def collect(world: World) -> list[PullRecord]:
                 key=spec.key,
                 author=spec.author,
                 title=spec.title,
+                label=spec.label,
                 story=spec.story,
                 expected=spec.expected,
                 state=state,
@@ -301,6 +306,7 @@ class Outcome:
                     "story": p.key,
                     "author": p.author,
                     "title": p.title,
+                    "label": p.label,
                     "description": p.story,
                     "expected": p.expected,
                     "state": final_state(p),

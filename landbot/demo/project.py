@@ -108,7 +108,8 @@ BASE_FILES: dict[str, str] = {
         "            mean([])\n"
     ),
     "quest/README.md": (
-        "# calc roadmap\n\nEverything left before calc 1.0. `landbot quest check` keeps it accurate.\n"
+        "# calc roadmap\n\n"
+        "Everything left before calc 1.0. `landbot quest check` keeps it accurate.\n"
     ),
     "quest/release.md": (
         "# [S] Release calc 1.0\n"
@@ -173,6 +174,7 @@ class PullSpec:
     body: str
     files: Mapping[str, str] = field(default_factory=dict)
     deleted: tuple[str, ...] = ()
+    label: str = ""  # the story in two or three words
     story: str = ""  # what the demo shows with it, in a phrase
     expected: str = ""  # how it should end
 
@@ -180,6 +182,7 @@ class PullSpec:
 PULLS: tuple[PullSpec, ...] = (
     PullSpec(
         key="prelude",
+        label="lands first",
         author="erin",
         branch="erin/plan-1.0",
         title="Plan the 1.0 release",
@@ -194,6 +197,7 @@ PULLS: tuple[PullSpec, ...] = (
     ),
     PullSpec(
         key="flaky",
+        label="flaky runner",
         author="alice",
         branch="alice/cli",
         title="Add a command line",
@@ -241,6 +245,7 @@ PULLS: tuple[PullSpec, ...] = (
     ),
     PullSpec(
         key="policy",
+        label="quest check fails",
         author="bob",
         branch="bob/median",
         title="Add median()",
@@ -267,6 +272,7 @@ PULLS: tuple[PullSpec, ...] = (
     ),
     PullSpec(
         key="conflict",
+        label="quest conflict",
         author="carol",
         branch="carol/plan-mode",
         title="Plan mode() for 1.0",
@@ -280,6 +286,7 @@ PULLS: tuple[PullSpec, ...] = (
     ),
     PullSpec(
         key="genuine",
+        label="genuine bug",
         author="dave",
         branch="dave/stdev",
         title="Add stdev()",
@@ -294,7 +301,8 @@ PULLS: tuple[PullSpec, ...] = (
                 "\n"
                 "class StdevTest(unittest.TestCase):\n"
                 "    def test_sample_standard_deviation(self) -> None:\n"
-                "        self.assertAlmostEqual(stdev([2, 4, 4, 4, 5, 5, 7, 9]), 2.13809, places=4)\n"
+                "        sample = [2, 4, 4, 4, 5, 5, 7, 9]\n"
+                "        self.assertAlmostEqual(stdev(sample), 2.13809, places=4)\n"
             ),
         },
         deleted=("quest/stats/stdev.md",),

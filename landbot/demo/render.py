@@ -75,7 +75,7 @@ def print_summary(console: Console, outcome: Outcome) -> None:
         mark = Text("yes", style="green") if verdict.ok else Text(f"no: {verdict.problem}", "red")
         table.add_row(
             Text(f"#{pull.number} {pull.author}"),
-            Text(f"{pull.title}: {pull.story}"),
+            Text(f"{pull.label}: {pull.title}"),
             Text(happened(pull)),
             Text(final_state(pull)),
             mark,

@@ -75,12 +75,14 @@ def run_demo(
         say(
             "demo",
             None,
-            f"{project.REPO}: a real git repository in {root / 'calc'}, served by the simulated GitHub at {world.server.url}",
+            f"{project.REPO}: a real git repository in {root / 'calc'}, served by the "
+            f"simulated GitHub at {world.server.url}",
         )
         say(
             "demo",
             None,
-            f"landbot: the GitHub App {world.bot}, its webhook endpoint at {world.webhook_url}, a SQLite store, its worker",
+            f"landbot: the GitHub App {world.bot}, its webhook endpoint at {world.webhook_url}, "
+            "a SQLite store, its worker",
         )
         say("demo", None, f"fixer agent: {choice.description}; it runs in the real sandbox")
         if keep:

@@ -116,7 +116,7 @@ def open_world(
     assert repo.git_dir is not None
     ci = DemoCI(
         bare=repo.git_dir,
-        work=root / "runner",
+        runners=root / "runners",
         base_branch=project.BASE,
         on_run=on_ci,
     )

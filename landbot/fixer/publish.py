@@ -323,6 +323,8 @@ def commit_paths(mirror: Path, commit: str) -> list[str]:
 
 def diff_bytes(mirror: Path, old: str, new: str, paths: Sequence[str], stop_after: int) -> int:
     """Size of the binary diff of `paths`, reading no further than `stop_after` bytes."""
+    if not paths:
+        return 0  # (no pathspec would mean every path)
     argv = ["git"]
     for key, value in HARDENING:
         argv += ["-c", f"{key}={value}"]

@@ -555,6 +555,7 @@ class Workspaces:
         else:
             if pristine is not None:
                 os.close(held.pop())  # overlayfs is not available after all
+                shutil.rmtree(self.trees_path(repo), ignore_errors=True)
             clone.rename(work)
         run_git(["checkout", "--quiet", "--detach", head_sha], cwd=work, what="checking out")
         outcome = None

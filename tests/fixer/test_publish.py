@@ -30,7 +30,7 @@ from landbot.fixer.publish import (
     protected_changes,
     publish,
 )
-from landbot.fixer.workspace import Workspace, Workspaces
+from landbot.fixer.workspace import Workspace, Workspaces, mounts_under
 from landbot.github.client import GitHubClient
 from landbot.github.models import PullState
 from landbot.testing import CheckScenario, FakeGitHub, FakeGitHubServer
@@ -112,6 +112,8 @@ def world() -> Iterator[World]:
                     options=PublishOptions.from_settings(Settings(github=settings)),
                 )
     finally:
+        for point in mounts_under(root):  # a test that failed inside a job
+            subprocess.run(["umount", "-l", str(point)], capture_output=True)
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -54,6 +54,8 @@ def root() -> Iterator[Path]:
     try:
         yield path
     finally:
+        for point in mounts_under(path):  # a test that failed inside a job
+            subprocess.run(["umount", "-l", str(point)], capture_output=True)
         shutil.rmtree(path, ignore_errors=True)
 
 
@@ -183,9 +185,11 @@ def test_a_failed_first_clone_leaves_no_mirror(
     gh: FakeGitHub, repo: Repository, root: Path
 ) -> None:
     ws = workspaces(gh, root)
-    with pytest.raises(WorkspaceError, match="refs/pull/99/head"):
-        with ws.job(repo.full_name, 99, "0" * 40, "main"):
-            pass
+    with (
+        pytest.raises(WorkspaceError, match="refs/pull/99/head"),
+        ws.job(repo.full_name, 99, "0" * 40, "main"),
+    ):
+        pass
     assert not ws.mirror_path(repo.full_name).exists()
     assert list(ws.jobs.iterdir()) == []
     # The control: a pull request that exists clones fine afterwards.
@@ -207,6 +211,16 @@ def test_work_tree_is_at_the_pr_head_and_owned_by_the_sandbox_uid(
     with ws.job(repo.full_name, pr.number, pr.head_sha, "main") as job:
         assert (job.path / "app.py").read_text() == "ANSWER = 42\n"
         assert (job.path / "README.md").read_text() == "# widgets\n"
+        if overlay:
+            # The job's own layer holds its .git and only the files that differ from the
+            # pristine tree (the base): nothing else was written or copied up.
+            upper = job.job_dir / "upper"
+            written = {
+                str(p.relative_to(upper))
+                for p in upper.rglob("*")
+                if p.is_file() and ".git" not in p.relative_to(upper).parts
+            }
+            assert written == {"app.py", "README.md"}
         assert job.base_sha == gh.branch_sha(repo, "main")
         assert job.merge is None and job.needs_agent
         for p in [job.path, *job.path.rglob("*")]:
@@ -254,16 +268,18 @@ def test_work_tree_is_removed_after_the_job_even_when_it_raises(
 ) -> None:
     pr = gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
     ws = workspaces(gh, root, overlay=overlay)
-    with pytest.raises(RuntimeError, match="agent crashed"):
-        with ws.job(repo.full_name, pr.number, pr.head_sha, "main") as job:
-            path = job.path
-            assert path.is_dir()
-            # The job leaves a mess the sandbox uid could make: read-only folders, a link.
-            (path / "deep" / "er").mkdir(parents=True)
-            (path / "deep" / "er" / "f").write_text("x")
-            os.chmod(path / "deep" / "er", 0o500)
-            (path / "escape").symlink_to(job.mirror)
-            raise RuntimeError("agent crashed")
+    with (
+        pytest.raises(RuntimeError, match="agent crashed"),
+        ws.job(repo.full_name, pr.number, pr.head_sha, "main") as job,
+    ):
+        path = job.path
+        assert path.is_dir()
+        # The job leaves a mess the sandbox uid could make: read-only folders, a link.
+        (path / "deep" / "er").mkdir(parents=True)
+        (path / "deep" / "er" / "f").write_text("x")
+        os.chmod(path / "deep" / "er", 0o500)
+        (path / "escape").symlink_to(job.mirror)
+        raise RuntimeError("agent crashed")
     assert not path.exists()
     assert not job.job_dir.exists()
     assert list(ws.jobs.iterdir()) == []
@@ -275,9 +291,11 @@ def test_work_tree_is_removed_after_the_job_even_when_it_raises(
 def test_a_moved_pr_head_is_a_clear_error(gh: FakeGitHub, repo: Repository, root: Path) -> None:
     pr = gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
     ws = workspaces(gh, root)
-    with pytest.raises(WorkspaceError, match="head moved"):
-        with ws.job(repo.full_name, pr.number, "1" * 40, "main"):
-            pass
+    with (
+        pytest.raises(WorkspaceError, match="head moved"),
+        ws.job(repo.full_name, pr.number, "1" * 40, "main"),
+    ):
+        pass
     assert list(ws.jobs.iterdir()) == []
 
 
@@ -360,18 +378,52 @@ def test_overlay_jobs_share_one_pristine_tree_until_the_head_drifts(
     first = job.base_sha
     assert (trees / f"{first}.index").is_file()  # indexed once, copied by later jobs
 
-    # The base moves on and the PR head is now "far" from the pristine tree.
+    # The base moves on and the PR head is now "far" from the pristine tree: the next job
+    # gets a new one, at the base.
     monkeypatch.setattr(workspace, "PRISTINE_MAX_DRIFT", 0)
     gh.push(repo, "main", {"lib/util.py": "def f():\n    return 2\n"})
-    with ws.job(repo.full_name, pr.number, pr.head_sha, "main") as job:
-        assert job.base_sha != first and (trees / job.base_sha).is_dir()
-        assert (job.path / "lib/util.py").read_text() == "def f():\n    return 1\n"
-        with ws.job(repo.full_name, pr.number, pr.head_sha, "main") as other:
-            # The older tree is in use by nobody: pruned; the newest (in use) stays.
+    with ws.job(repo.full_name, pr.number, pr.head_sha, "main") as old:
+        assert old.base_sha != first
+        newest = gh.push(repo, "main", {"README.md": "# again\n"})
+        with ws.job(repo.full_name, pr.number, pr.head_sha, "main") as job:
+            assert job.base_sha == newest and (trees / newest).is_dir()
+            assert (job.path / "lib/util.py").read_text() == "def f():\n    return 1\n"
             ws.prune()
-            assert not (trees / first).exists() and (trees / job.base_sha).is_dir()
-            assert (other.path / "app.py").read_text() == "ANSWER = 42\n"
-    assert ws.stats.pristine_trees == 2
+            # The oldest tree is unused: gone. The middle one sits under the live job `old`
+            # (the control): kept, and that job still reads its files.
+            assert not (trees / first).exists()
+            assert (trees / old.base_sha).is_dir()
+            assert (old.path / "app.py").read_text() == "ANSWER = 42\n"
+    ws.prune()
+    assert sorted(p.name for p in trees.iterdir() if p.is_dir()) == [newest]
+    assert ws.stats.pristine_trees == 3
+
+
+def test_without_overlayfs_jobs_fall_back_to_a_full_checkout(
+    gh: FakeGitHub, repo: Repository, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import landbot.fixer.workspace as workspace
+
+    def refuse(*args: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(workspace, "mount_overlay", refuse)
+    pr = gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
+    required = workspaces(gh, root, overlay=True)
+    with (
+        pytest.raises(WorkspaceError, match="cannot mount the job's overlay"),
+        required.job(repo.full_name, pr.number, pr.head_sha, "main"),
+    ):
+        pass
+    assert list(required.jobs.iterdir()) == []
+    auto = workspaces(gh, root)
+    for _ in range(2):
+        with auto.job(repo.full_name, pr.number, pr.head_sha, "main") as job:
+            assert (job.path / "app.py").read_text() == "ANSWER = 42\n"
+            assert as_sandbox_uid(job.path, "git", "diff-files", "--quiet").returncode == 0
+    assert auto.overlay_problem is not None and "Operation not permitted" in auto.overlay_problem
+    assert auto.stats.overlay_jobs == 0
+    assert not auto.trees_path(repo.full_name).exists()
 
 
 # --- conflicts ------------------------------------------------------------------------
@@ -564,15 +616,12 @@ def test_a_token_reaches_git_for_a_private_repository(
     pr = gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
     token = "ghs_private_repo_token"
     (header,) = auth_config(token)
-    handler = type(
-        "Handler",
-        (_GitOverHTTP,),
-        {
-            "project_root": gh.root,
-            "authorization": header[1].removeprefix("Authorization: "),
-            "seen": [],
-        },
-    )
+
+    class handler(_GitOverHTTP):
+        project_root = gh.root
+        authorization = header[1].removeprefix("Authorization: ")
+        seen: list[str | None] = []  # noqa: RUF012
+
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -580,9 +629,11 @@ def test_a_token_reaches_git_for_a_private_repository(
         url = f"http://127.0.0.1:{server.server_port}/{{owner}}/{{repo}}.git"
         ws = workspaces(gh, root, git_url=url)
         # The control: without the token the server refuses, and so does the job.
-        with pytest.raises(WorkspaceError, match="fetching acme/widgets#1"):
-            with ws.job(repo.full_name, pr.number, pr.head_sha, "main"):
-                pass
+        with (
+            pytest.raises(WorkspaceError, match="fetching acme/widgets#1"),
+            ws.job(repo.full_name, pr.number, pr.head_sha, "main"),
+        ):
+            pass
         assert handler.seen and handler.seen[-1] is None
         with ws.job(repo.full_name, pr.number, pr.head_sha, "main", token=token) as job:
             assert (job.path / "app.py").read_text() == "ANSWER = 42\n"

@@ -11,6 +11,7 @@ from landbot.land.evidence import gatherer
 from .conftest import World
 from .triage_support import evidence_of, handbacks
 
+CONFLICT_CALLS = 6
 QUEST = "# [S] Widgets\n\n## Required\n\n- [base](../README.md)\n"
 
 
@@ -46,10 +47,10 @@ def test_a_code_conflict_lists_its_files(world: World, tmp_path: Path) -> None:
     # The mirror is a real bare repository holding the PR head and the base.
     mirror = tmp_path / "mirrors" / "mirrors" / "acme" / "widgets.git"
     assert (mirror / "HEAD").is_file()
-    # Cost: the re-read, one more GraphQL read for the base branch, then the comments.
+    # Cost (README figure): the re-read, one more GraphQL read for the base branch, then
+    # the comments (GET /user, the listing, the status, the hand-back); git is not GitHub's API.
     assert world.server.requests.count("POST /graphql") == 2
-    print(cost, world.server.requests.counts())
-    assert cost <= 6, world.server.requests.counts()
+    assert cost <= CONFLICT_CALLS, world.server.requests.counts()
 
 
 def test_a_quest_only_conflict_goes_to_the_merge_driver(world: World, tmp_path: Path) -> None:

@@ -61,6 +61,7 @@ def test_a_flaky_failure_is_requeued_once_then_handed_back(world: World) -> None
     assert cost <= FLAKY_REQUEUE_CALLS, world.server.requests.counts()
 
     # Back in the queue at the same head, it fails the same way: the budget is spent.
+    world.gh.clock.advance(minutes=5)  # a later group: a new merge commit (its date moved)
     second = requeue_and_fail(world)
     assert second.group_sha != first.group_sha
     world.settle()

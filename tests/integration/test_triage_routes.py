@@ -22,7 +22,9 @@ from .triage_support import (
 )
 
 # CI of another app: check runs, but no Actions workflow run to name the group branch.
-OTHER_APP = CheckScenario(workflows=(), checks=(CheckSpec("ci/circleci: build", "failure", app="circleci"),))
+OTHER_APP = CheckScenario(
+    workflows=(), checks=(CheckSpec("ci/circleci: build", "failure", app="circleci"),)
+)
 
 
 def removal_before_commit(world: World, pr: Any, sha: str) -> None:

@@ -23,7 +23,9 @@ CLASSES: tuple[TriageClass, ...] = PRIORITY
 PR_FAULT = {"genuine", "policy"}
 
 
-def job(name: str, cls: TriageClass, *, step: str | None = "Run make test", why: str = "") -> JobVerdict:
+def job(
+    name: str, cls: TriageClass, *, step: str | None = "Run make test", why: str = ""
+) -> JobVerdict:
     failure = JobFailure(
         job=name,
         url=f"https://github.com/o/r/actions/runs/1/job/{abs(hash(name)) % 1000}",

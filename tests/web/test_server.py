@@ -6,6 +6,7 @@ from __future__ import annotations
 import concurrent.futures
 import socket
 import sqlite3
+import sys
 import threading
 from pathlib import Path
 
@@ -159,3 +160,11 @@ def test_an_unlisted_repository_over_http(store: Store) -> None:
         r = http.post("/webhook", content=BODY, headers=headers_for(BODY))
         assert (r.status_code, r.json()["status"]) == (202, "accepted")
         assert len(stored(store)) == 1
+
+
+def test_the_server_shortens_the_gil_switch_interval_while_it_runs(store: Store) -> None:
+    before = sys.getswitchinterval()
+    assert before > app_module.SWITCH_INTERVAL_S  # Python's default, 5 ms
+    with live_server(create_app(make_settings(), store)):
+        assert sys.getswitchinterval() == app_module.SWITCH_INTERVAL_S
+    assert sys.getswitchinterval() == before
