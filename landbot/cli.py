@@ -12,7 +12,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from landbot.errors import LandbotError, NotBuiltError
+from landbot.errors import LandbotError
 
 app = typer.Typer(
     name="landbot",

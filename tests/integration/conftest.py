@@ -24,7 +24,9 @@ SECRET = "integration-webhook-secret"
 REPO = "acme/widgets"
 FILES = {
     "app.py": "def answer():\n    return 42\n",
-    "tests/test_app.py": "from app import answer\n\n\ndef test_answer():\n    assert answer() == 42\n",
+    "tests/test_app.py": (
+        "from app import answer\n\n\ndef test_answer():\n    assert answer() == 42\n"
+    ),
 }
 
 
