@@ -218,10 +218,13 @@ def report_ci(reporter: Reporter) -> Callable[[CiRun], None]:
             + (" (the runner shut down)" if job.exit_code is None else "")
             for job in run.jobs
         )
-        what = "merge group" if run.event == "merge_group" else "pull request head"
         numbers: tuple[int | None, ...] = run.pulls or (None,)
         for number in numbers:
-            reporter.event("ci", number, f"CI on the {what} {short(run.sha)}: {marks}")
+            if run.event == "merge_group":
+                what = f"merge group {short(run.sha)} (main at {short(run.base)} + #{number})"
+            else:
+                what = f"pull request head {short(run.sha)}"
+            reporter.event("ci", number, f"{what}: {marks}")
 
     return on_run
 
@@ -250,7 +253,8 @@ def drive(
         step = world.gh.queue_step(world.repo)
         moved = step is not None and step.action != "waiting"
         if step is not None:
-            _report_step(reporter, step, world)
+            _report_step(reporter, step)
+        observer.poll()  # so a pull request put back by landbot shows as rejoining
         reporter.activity("landbot works on what GitHub told it")
         worked = world.settle()
         observer.poll()
@@ -262,12 +266,9 @@ def drive(
     )
 
 
-def _report_step(reporter: Reporter, step: Any, world: World) -> None:
-    base = world.repo.default_branch
-    if step.action == "built":
-        reporter.event("queue", step.pr, f"merge group {short(step.group_sha)} built on {base}")
-    elif step.action == "merged":
-        reporter.event("queue", step.pr, f"merge group {short(step.group_sha)} passed")
-    elif step.action == "dropped":
+def _report_step(reporter: Reporter, step: Any) -> None:
+    # A group's build shows as its CI run, its merge as the pull request's; what is left
+    # to say is a removal.
+    if step.action == "dropped":
         detail = f" in {', '.join(step.conflicts)}" if step.conflicts else ""
         reporter.event("queue", step.pr, f"removed from the queue: {step.reason}{detail}")

@@ -158,11 +158,9 @@ def happened(pull: PullRecord) -> str:
         parts.append(f"dropped: {drop.reason}{cls} → {drop.outcome}{how}")
     if pull.merged:
         parts.append("merged")
-    elif pull.handbacks():
-        parts.append("handed back")
     elif pull.queued:
         parts.append("still in the queue")
-    else:
+    elif not pull.handbacks():
         parts.append(pull.state)
     return "; ".join(parts)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -287,6 +288,27 @@ def _kill(proc: subprocess.Popen[bytes], cgroup: JobCgroup) -> None:
     cgroup.kill_all()
 
 
+def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Wait for `proc` to exit; False on timeout. A pidfd wakes at once, where
+    Popen.wait(timeout) polls with sleeps of up to 50 ms."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except OSError:
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        ready, _, _ = select.select([pidfd], [], [], timeout)
+    finally:
+        os.close(pidfd)
+    if not ready:
+        return False
+    proc.wait()
+    return True
+
+
 def _read_available(fd: int) -> bytes:
     os.set_blocking(fd, False)
     chunks = []
@@ -370,18 +392,17 @@ def run_sandboxed(
         )
         os.close(status_w)
         status_w = -1
-        try:
-            if capture:
+        if capture:
+            try:
                 out, err = proc.communicate(timeout=timeout)
-            else:
-                proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill(proc, cgroup)
+                out, err = proc.communicate()
+        elif not _wait_exit(proc, timeout):
             timed_out = True
             _kill(proc, cgroup)
-            if capture:
-                out, err = proc.communicate()
-            else:
-                proc.wait()
+            proc.wait()
     finally:
         duration = time.monotonic() - start
         if proc is not None and proc.returncode is None:  # interrupted: leave nothing behind

@@ -2,12 +2,12 @@
 
 `gatherer(settings)` is what `Lander` calls as `gather(gh, store, drop)`; the work is in
 landbot.triage.gather (the merge-group commit, failed checks, job logs explained, the
-drop's class; conflicting files for a conflict).
+drop's class; conflicting files for a conflict, merged in the mirrors under
+`[fixer] state_dir`, or in `mirrors` when given, e.g. the fixer's own Workspaces).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from landbot.triage.gather import Gatherer, Mirrors
@@ -16,10 +16,5 @@ if TYPE_CHECKING:
     from landbot.config import Settings
 
 
-def gatherer(
-    settings: Settings, *, mirrors: Mirrors | None = None, mirror_root: Path | None = None
-) -> Gatherer:
-    g = Gatherer.from_settings(settings, mirrors=mirrors)
-    if mirror_root is not None:
-        g.mirror_root = mirror_root
-    return g
+def gatherer(settings: Settings, *, mirrors: Mirrors | None = None) -> Gatherer:
+    return Gatherer.from_settings(settings, mirrors=mirrors)

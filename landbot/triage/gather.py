@@ -15,8 +15,6 @@ whole drop rather than save thin evidence.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -24,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from landbot.errors import LandbotError
 from landbot.github.errors import GitHubError, RateLimited
 from landbot.github.models import CheckRun, Job, QueueEvent
 from landbot.intake.events import FAILED
@@ -84,14 +83,6 @@ class GroupCommit:
         return tuple(c for c in self.checks if c.conclusion in FAILED)
 
 
-def default_mirror_root(git_url: str) -> Path:
-    """Where triage keeps its mirrors when nobody says: the user's cache, one folder per
-    git URL template (so two GitHubs, e.g. two test worlds, never share a mirror)."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    key = hashlib.sha256(git_url.encode()).hexdigest()[:12]
-    return cache / "landbot" / f"mirrors-{key}"
-
-
 @dataclass
 class Gatherer:
     """`Lander(gather=Gatherer.from_settings(settings))`: (gh, store, drop) -> Evidence."""
@@ -99,9 +90,9 @@ class Gatherer:
     rules: tuple[Rule, ...] = ()
     max_log_bytes: int = DEFAULT_MAX_BYTES
     max_logs: int = MAX_LOGS
-    git_url: str = "https://github.com/{owner}/{repo}.git"
-    mirror_root: Path | None = None
-    sandbox_ids: tuple[int, int] = (65534, 65534)
+    settings: Settings | None = None
+    """For a conflict: the git URL, and the mirrors under `[fixer] state_dir` (read at
+    first use), which the fixer's workspaces share: one fetch serves both."""
     _mirrors: Mirrors | None = field(default=None, repr=False)
 
     @classmethod
@@ -110,8 +101,7 @@ class Gatherer:
         return cls(
             rules=compile_rules(settings.triage.rules),
             max_log_bytes=settings.triage.max_log_bytes,
-            git_url=settings.github.git_url,
-            sandbox_ids=(settings.sandbox.uid, settings.sandbox.gid),
+            settings=settings,
             _mirrors=mirrors,
         )
 
@@ -131,13 +121,10 @@ class Gatherer:
             return Evidence(
                 triage_reason=(
                     "landbot found no merge-group commit for this drop: no merge_group event, "
-                    "no merge-group workflow run names it, and the removal event points at the "
-                    "pull request's head"
+                    "no merge-group workflow run names it, and the removal event names no "
+                    "commit but the pull request's head"
                 )
             )
-        if drop.id is not None and drop.merge_group_sha != group.sha:
-            # The drop's own record of the commit the queue tested: the fixer starts there.
-            store.update_drop(drop.id, merge_group_sha=group.sha)
         failed = group.failed
         checks = tuple(
             FailedCheck(c.name, c.conclusion or "", c.html_url or c.details_url or "")
@@ -148,6 +135,9 @@ class Gatherer:
                 merge_group_source=group.source,
                 triage_reason=f"no failed check on the merge-group commit {group.sha[:7]}",
             )
+        if drop.id is not None and drop.merge_group_sha != group.sha:
+            # The drop's own record of the commit the queue tested: the fixer starts there.
+            store.update_drop(drop.id, merge_group_sha=group.sha)
         verdicts, capped = self.explain_checks(gh, drop.repo, failed)
         cls, reason = overall(verdicts)
         if capped:
@@ -215,18 +205,19 @@ class Gatherer:
         if self._mirrors is None:
             from landbot.fixer.workspace import Workspaces
 
-            root = self.mirror_root or default_mirror_root(self.git_url)
-            uid, gid = self.sandbox_ids
-            self._mirrors = Workspaces(root, git_url=self.git_url, uid=uid, gid=gid)
+            if self.settings is None:
+                raise LandbotError("triage of a merge conflict needs the settings (git URL)")
+            self._mirrors = Workspaces.from_settings(self.settings, self.settings.fixer.state_dir)
         return self._mirrors
 
     def conflict(self, gh: TriageGitHub, drop: Drop) -> Evidence:
         from landbot.fixer.workspace import has_commit
         from landbot.triage.conflicts import merge_conflicts
 
-        base_ref = drop.base_ref or gh.pull_request(drop.repo, drop.pr).base_ref
         mirrors = self.mirrors()
-        token = None if self.git_url.startswith("file:") else gh.git_token(drop.repo)
+        base_ref = drop.base_ref or gh.pull_request(drop.repo, drop.pr).base_ref
+        local = self.settings is not None and self.settings.github.git_url.startswith("file:")
+        token = None if local else gh.git_token(drop.repo)
         fetched_head, base_sha = mirrors.sync(drop.repo, drop.pr, base_ref, token=token)
         mirror = mirrors.mirror_path(drop.repo)
         # The drop's head, as confirmed just before; the fetched ref only if it is missing.

@@ -140,7 +140,7 @@ def test_a_story_that_did_not_happen_is_named(key: str, pull: PullRecord, proble
 def test_what_happened_reads_the_record() -> None:
     assert happened(GOOD["flaky"]) == "dropped: failed_checks [infrastructure] → requeued; merged"
     assert happened(GOOD["conflict"]) == "dropped: merge_conflict → fixed (merge_driver); merged"
-    assert happened(GOOD["policy"]) == "dropped: failed_checks [policy] → handed_back; handed back"
+    assert happened(GOOD["policy"]) == "dropped: failed_checks [policy] → handed_back"
     assert final_state(GOOD["policy"]) == "handed back"
     assert final_state(dataclasses.replace(GOOD["flaky"], state="open", queued=True)) == (
         "in the queue"

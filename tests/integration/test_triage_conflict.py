@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from landbot.land.evidence import gatherer
-
 from .conftest import World
 from .triage_support import evidence_of, handbacks
 
@@ -16,7 +14,8 @@ QUEST = "# [S] Widgets\n\n## Required\n\n- [base](../README.md)\n"
 
 
 def use_mirrors(world: World, root: Path) -> None:
-    world.lander.gather = gatherer(world.settings, mirror_root=root)
+    # Read at the first conflict, as the fixer reads it: both share the mirrors there.
+    world.settings.fixer.state_dir = root
 
 
 def conflict(world: World, head: str, path: str, ours: str, theirs: str) -> tuple[object, str]:
@@ -31,7 +30,7 @@ def conflict(world: World, head: str, path: str, ours: str, theirs: str) -> tupl
 
 
 def test_a_code_conflict_lists_its_files(world: World, tmp_path: Path) -> None:
-    use_mirrors(world, tmp_path / "mirrors")
+    use_mirrors(world, tmp_path / "state")
     pr, base = conflict(world, "feat-conflict", "app.py", "ours\n", "theirs\n")
     before = world.calls()
     world.settle()
@@ -45,7 +44,7 @@ def test_a_code_conflict_lists_its_files(world: World, tmp_path: Path) -> None:
     [handback] = handbacks(world, pr.number)
     assert "**Conflicting files:**\n- `app.py`" in handback.body
     # The mirror is a real bare repository holding the PR head and the base.
-    mirror = tmp_path / "mirrors" / "mirrors" / "acme" / "widgets.git"
+    mirror = tmp_path / "state" / "mirrors" / "acme" / "widgets.git"
     assert (mirror / "HEAD").is_file()
     # Cost (README figure): the re-read, one more GraphQL read for the base branch, then
     # the comments (GET /user, the listing, the status, the hand-back); git is not GitHub's API.
@@ -54,7 +53,7 @@ def test_a_code_conflict_lists_its_files(world: World, tmp_path: Path) -> None:
 
 
 def test_a_quest_only_conflict_goes_to_the_merge_driver(world: World, tmp_path: Path) -> None:
-    use_mirrors(world, tmp_path / "mirrors")
+    use_mirrors(world, tmp_path / "state")
     conflict(
         world,
         "feat-quest-conflict",
@@ -78,7 +77,7 @@ def test_a_quest_only_conflict_goes_to_the_merge_driver(world: World, tmp_path: 
 def test_a_conflict_that_is_gone_says_so(world: World, tmp_path: Path) -> None:
     """The base moved back after the drop: triage merges what it fetched, and says the
     conflict is gone rather than listing stale files."""
-    use_mirrors(world, tmp_path / "mirrors")
+    use_mirrors(world, tmp_path / "state")
     conflict(world, "feat-gone", "app.py", "ours\n", "theirs\n")
     world.gh.push(world.repo, "main", {"app.py": "ours\n"}, message="Agree with the PR")
     world.settle()

@@ -286,3 +286,11 @@ def test_triage_needs_a_client_that_reads_logs() -> None:
         triage_ops(object())  # type: ignore[arg-type]
     client = GitHubClient(GitHubSettings(token="t"))  # type: ignore[arg-type]
     assert triage_ops(client) is client  # control: the real client has every method
+
+
+def test_a_conflict_without_settings_is_refused_before_any_call() -> None:
+    gh = MemoryGitHub()
+    conflict = Drop(repo=REPO, pr=5, head_sha=HEAD, reason="merge_conflict", source="webhook")
+    with pytest.raises(LandbotError, match="needs the settings"):
+        Gatherer()(gh, MemoryStore(), conflict)  # type: ignore[arg-type]
+    assert gh.calls == []

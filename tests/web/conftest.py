@@ -7,13 +7,14 @@ every field GitHub sends for these events is there; the names and numbers are in
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,50 @@ def stored(store: Store) -> list[Any]:
 
     with store.engine.connect() as conn:
         return list(conn.execute(sa.select(deliveries).order_by(deliveries.c.id)))
+
+
+class Upload:
+    """An ASGI `receive` that feeds `chunks` and counts what the app actually pulled."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self.chunks = iter(chunks)
+        self.pulled = 0
+        self.finished = False
+
+    async def __call__(self) -> dict[str, Any]:
+        chunk = next(self.chunks, None)
+        if chunk is None:
+            self.finished = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        self.pulled += len(chunk)
+        return {"type": "http.request", "body": chunk, "more_body": True}
+
+
+def call(app: Starlette, headers: dict[str, str], upload: Upload) -> tuple[int, dict[str, Any]]:
+    """One POST /webhook straight into the ASGI app; (status, JSON body)."""
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/webhook",
+        "raw_path": b"/webhook",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+        "client": ("127.0.0.1", 40000),
+        "server": ("127.0.0.1", 8080),
+    }
+    asyncio.run(app(scope, upload, send))  # type: ignore[arg-type]
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return start["status"], json.loads(body)
 
 
 @pytest.fixture

@@ -7,68 +7,28 @@ uvicorn tests send bodies that never end, so a server that waited for the end wo
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-import json
 import select
 import socket
 from collections.abc import Iterable
-from typing import Any
-
-from starlette.applications import Starlette
 
 from landbot.store import Store
 from landbot.web.app import create_app
 from landbot.web.body import MAX_BODY_BYTES
 
-from .conftest import compact, headers_for, live_server, make_settings, payload, stored
+from .conftest import (
+    Upload,
+    call,
+    compact,
+    headers_for,
+    live_server,
+    make_settings,
+    payload,
+    stored,
+)
 
 MiB = 1024 * 1024
 CHUNK = MiB
-
-
-class Upload:
-    """An ASGI `receive` that feeds `chunks` and counts what the app actually pulled."""
-
-    def __init__(self, chunks: Iterable[bytes]) -> None:
-        self.chunks = iter(chunks)
-        self.pulled = 0
-        self.finished = False
-
-    async def __call__(self) -> dict[str, Any]:
-        chunk = next(self.chunks, None)
-        if chunk is None:
-            self.finished = True
-            return {"type": "http.request", "body": b"", "more_body": False}
-        self.pulled += len(chunk)
-        return {"type": "http.request", "body": chunk, "more_body": True}
-
-
-def call(app: Starlette, headers: dict[str, str], upload: Upload) -> tuple[int, dict[str, Any]]:
-    """One POST /webhook straight into the ASGI app; (status, JSON body)."""
-    sent: list[dict[str, Any]] = []
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/webhook",
-        "raw_path": b"/webhook",
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
-        "client": ("127.0.0.1", 40000),
-        "server": ("127.0.0.1", 8080),
-    }
-    asyncio.run(app(scope, upload, send))  # type: ignore[arg-type]
-    start = next(m for m in sent if m["type"] == "http.response.start")
-    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
-    return start["status"], json.loads(body)
 
 
 def endless(chunk: bytes = b"x" * CHUNK, limit: int = 64 * MiB) -> Iterable[bytes]:

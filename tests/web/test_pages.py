@@ -14,7 +14,7 @@ from landbot.store import Store
 from landbot.store.tables import jobs
 from landbot.web.app import create_app
 
-from .conftest import compact, headers_for, make_settings, payload, payload_bytes
+from .conftest import Upload, call, compact, headers_for, make_settings, payload, payload_bytes
 
 BODY = payload_bytes("pull_request.dequeued.json")
 
@@ -107,9 +107,7 @@ def test_metrics_count_deliveries_by_outcome(
     assert post(payload_bytes("ping.json"), event="ping") == 200
     too_big = headers_for(b"{}")
     too_big["Content-Length"] = str(27 * 1024 * 1024)
-    # The test client cannot send a false length; post to the app's ASGI callable instead.
-    from .test_limits import Upload, call
-
+    # The test client computes its own Content-Length; call the ASGI app directly instead.
     assert call(client.app, too_big, Upload([]))[0] == 413  # type: ignore[arg-type]
 
     r = client.get("/metrics")
