@@ -72,6 +72,9 @@ def demo_settings(
 ) -> Settings:
     """landbot's settings for the demo: the operator's sandbox and triage settings (from
     `--config` and the environment), everything else pointing at the demo's world."""
+    own = fixer.model_copy()
+    own.state_dir = state_dir  # the mirrors and job work trees, inside the demo's folder
+    own.timeout = AGENT_TIMEOUT
     return Settings(
         github=GitHubSettings(
             api_url=api_url,
@@ -82,7 +85,7 @@ def demo_settings(
         ),
         database_url=f"sqlite:///{database}",
         repos=[project.REPO],
-        fixer=fixer.model_copy(update={"state_dir": state_dir, "timeout": AGENT_TIMEOUT}),
+        fixer=own,
         sandbox=base.sandbox,
         triage=base.triage,
         worker=WorkerSettings(lease_seconds=base.worker.lease_seconds, idle_sleep=0.05),

@@ -40,9 +40,18 @@ def make_engine(url: str) -> sa.Engine:
     if parsed.get_backend_name() == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
         # pysqlite's own transaction handling defers BEGIN; take it over so a write
-        # transaction starts with BEGIN IMMEDIATE and lease races serialize cleanly.
-        event.listen(engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN IMMEDIATE"))
+        # transaction (Store.tx) starts with BEGIN IMMEDIATE and lease races serialize
+        # cleanly, while reads (health, metrics, the dashboard) never wait behind a writer.
+        event.listen(engine, "begin", _sqlite_begin)
     return engine
+
+
+WRITE = "landbot_write"
+
+
+def _sqlite_begin(conn: sa.Connection) -> None:
+    write = conn.get_execution_options().get(WRITE, False)
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -50,6 +50,14 @@ class Budget:
 class Store:
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
+        insert: Any
+        if engine.dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        self._insert_delivery = insert(deliveries).on_conflict_do_nothing(
+            index_elements=["delivery_id"]
+        )
 
     @classmethod
     def open(cls, url: str, *, migrate: bool = True) -> Store:
@@ -63,8 +71,11 @@ class Store:
 
     @contextmanager
     def tx(self) -> Iterator[sa.Connection]:
-        with self.engine.begin() as conn:
-            yield conn
+        """One write transaction."""
+        with self.engine.connect() as conn:
+            conn.execution_options(**{db.WRITE: True})
+            with conn.begin():
+                yield conn
 
     def ping(self) -> bool:
         try:
@@ -80,25 +91,19 @@ class Store:
         self, delivery_id: str, event: str, action: str | None, repo: str | None, body: bytes
     ) -> bool:
         """Store a webhook delivery once; False when this delivery id was already stored."""
-        now = utcnow()
+        values = {
+            "delivery_id": delivery_id,
+            "event": event,
+            "action": action,
+            "repo": repo,
+            "body": body,
+            "received_at": utcnow(),
+            "status": "pending",
+        }
         with self.tx() as conn:
-            exists = conn.execute(
-                sa.select(deliveries.c.id).where(deliveries.c.delivery_id == delivery_id)
-            ).first()
-            if exists:
-                return False
-            conn.execute(
-                deliveries.insert().values(
-                    delivery_id=delivery_id,
-                    event=event,
-                    action=action,
-                    repo=repo,
-                    body=body,
-                    received_at=now,
-                    status="pending",
-                )
-            )
-            return True
+            # One statement, built once: this is on the webhook's request path.
+            res = conn.execute(self._insert_delivery, values)
+            return res.rowcount == 1
 
     def lease_delivery(self, owner: str, ttl: dt.timedelta) -> Lease | None:
         row = self._lease(deliveries, owner, ttl)
