@@ -444,6 +444,14 @@ def app_manifest(
 
 
 def main() -> None:
+    if sys.argv[1:3] == ["sandbox", "run"]:
+        # The sandbox runner starts per job: skip Typer (and the pydantic it imports) for a
+        # well-formed call; help and errors still go through Typer below.
+        from landbot.fixer.sandbox_cli import fast_path
+
+        code = fast_path(sys.argv[3:])
+        if code is not None:
+            sys.exit(code)
     try:
         app()
     except LandbotError as exc:
