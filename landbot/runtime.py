@@ -105,6 +105,7 @@ def make_worker(settings: Settings, store: Store) -> Worker:
         store,
         lander,
         fixer=make_fixer(settings, lander),
+        fixer_concurrency=settings.fixer.concurrency,
         lease=dt.timedelta(seconds=settings.worker.lease_seconds),
         idle_sleep=settings.worker.idle_sleep,
     )

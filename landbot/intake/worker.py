@@ -53,6 +53,7 @@ class Worker:
         lander_factory: Callable[[], Lander],
         *,
         fixer: FixRunner | None = None,
+        fixer_concurrency: int = 1,
         name: str | None = None,
         lease: dt.timedelta = dt.timedelta(seconds=120),
         idle_sleep: float = 0.5,
@@ -60,6 +61,7 @@ class Worker:
         self.store = store
         self.lander_factory = lander_factory
         self.fixer = fixer
+        self.fixer_concurrency = fixer_concurrency
         self._lander: Lander | None = None
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self.lease = lease
@@ -82,7 +84,7 @@ class Worker:
         if delivery is not None:
             self._delivery(delivery)
             return True
-        job = self.store.lease_job(self.name, self.lease)
+        job = self.store.lease_job(self.name, self.lease, cap=("fix", self.fixer_concurrency))
         if job is not None:
             self._job(job)
             return True

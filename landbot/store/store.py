@@ -55,8 +55,10 @@ class Store:
             from sqlalchemy.dialects.postgresql import insert
         else:
             from sqlalchemy.dialects.sqlite import insert
-        self._insert_delivery = insert(deliveries).on_conflict_do_nothing(
-            index_elements=["delivery_id"]
+        self._insert_delivery = (
+            insert(deliveries)
+            .on_conflict_do_nothing(index_elements=["delivery_id"])
+            .returning(deliveries.c.id)
         )
 
     @classmethod
@@ -102,8 +104,8 @@ class Store:
         }
         with self.tx() as conn:
             # One statement, built once: this is on the webhook's request path.
-            res = conn.execute(self._insert_delivery, values)
-            return res.rowcount == 1
+            # A row comes back only when it was inserted (rowcount is -1 with RETURNING).
+            return conn.execute(self._insert_delivery, values).first() is not None
 
     def lease_delivery(self, owner: str, ttl: dt.timedelta) -> Lease | None:
         row = self._lease(deliveries, owner, ttl)
@@ -153,9 +155,16 @@ class Store:
             return int(pk[0])
 
     def lease_job(
-        self, owner: str, ttl: dt.timedelta, kinds: tuple[str, ...] | None = None
+        self,
+        owner: str,
+        ttl: dt.timedelta,
+        kinds: tuple[str, ...] | None = None,
+        *,
+        cap: tuple[str, int] | None = None,
     ) -> Lease | None:
-        row = self._lease(jobs, owner, ttl, kinds=kinds)
+        """Lease the oldest runnable job. `cap=(kind, n)`: no job of `kind` is handed out
+        while n of them are leased by any worker (the fixer's concurrency)."""
+        row = self._lease(jobs, owner, ttl, kinds=kinds, cap=cap)
         if row is None:
             return None
         return Lease(row.id, row.kind, row.payload, row.attempts, owner)
@@ -571,6 +580,7 @@ class Store:
         owner: str,
         ttl: dt.timedelta,
         kinds: tuple[str, ...] | None = None,
+        cap: tuple[str, int] | None = None,
     ) -> sa.Row[Any] | None:
         now = utcnow()
         free = sa.or_(
@@ -584,6 +594,20 @@ class Store:
             cond.append(sa.or_(table.c.not_before.is_(None), table.c.not_before <= now))
         pick = sa.select(table.c.id).where(*cond).order_by(table.c.id).limit(1)
         with self.tx() as conn:
+            if cap is not None:
+                # Counted in the same write transaction as the lease, so two workers cannot
+                # both take the last slot.
+                running = conn.execute(
+                    sa.select(sa.func.count())
+                    .select_from(table)
+                    .where(
+                        table.c.kind == cap[0],
+                        table.c.status == "leased",
+                        table.c.lease_expires_at >= now,
+                    )
+                ).scalar_one()
+                if running >= cap[1]:
+                    pick = pick.where(table.c.kind != cap[0])
             if conn.dialect.name == "postgresql":
                 # Several landbot processes share PostgreSQL: skip rows another one holds.
                 pick = pick.with_for_update(skip_locked=True)

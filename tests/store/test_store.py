@@ -163,3 +163,21 @@ def test_comment_ids(store: Store) -> None:
 def test_naive_datetimes_are_refused(store: Store) -> None:
     with pytest.raises(Exception, match="naive datetime"):
         store.add_job("x", {}, not_before=dt.datetime(2026, 1, 1))
+
+
+def test_the_fixer_concurrency_cap_holds_across_workers(store: Store) -> None:
+    for i in range(3):
+        store.add_job("fix", {"i": i})
+    store.add_job("drop", {})
+    cap = ("fix", 2)
+    first = store.lease_job("w1", TTL, cap=cap)
+    second = store.lease_job("w2", TTL, cap=cap)
+    assert first is not None and second is not None and first.kind == second.kind == "fix"
+    # Two fix jobs run: a third worker gets the drop job, not the third fix job.
+    third = store.lease_job("w3", TTL, cap=cap)
+    assert third is not None and third.kind == "drop"
+    assert store.lease_job("w4", TTL, cap=cap) is None
+    # Once a slot frees up, the waiting fix job is handed out (the control).
+    store.finish_job(first.id, "w1")
+    fourth = store.lease_job("w4", TTL, cap=cap)
+    assert fourth is not None and fourth.kind == "fix"
