@@ -220,10 +220,18 @@ class GitHubClient:
         return [self._parse(parse.check_run, i, "check run") for i in items]
 
     def merge_group_runs(self, repo: str, *, head_sha: str | None = None) -> list[WorkflowRun]:
+        """Merge-group workflow runs: those of one commit, or else the newest 100 (one call:
+        a busy repository has thousands, and a drop's group is among the recent ones)."""
         params = {"event": "merge_group"}
         if head_sha:
             params["head_sha"] = head_sha
-        items = self._paginate(repo, f"{repo_path(repo)}/actions/runs", params, key="workflow_runs")
+        items = self._paginate(
+            repo,
+            f"{repo_path(repo)}/actions/runs",
+            params,
+            key="workflow_runs",
+            max_pages=None if head_sha else 1,
+        )
         return [self._parse(parse.workflow_run, i, "workflow run") for i in items]
 
     def run_jobs(self, repo: str, run_id: int) -> list[Job]:
@@ -502,9 +510,16 @@ class GitHubClient:
         return response.json()
 
     def _paginate(
-        self, repo: str, path: str, params: dict[str, Any], *, key: str | None
+        self,
+        repo: str,
+        path: str,
+        params: dict[str, Any],
+        *,
+        key: str | None,
+        max_pages: int | None = None,
     ) -> list[Any]:
-        """Every item of a REST list, following `Link: rel="next"` (per_page=100)."""
+        """Every item of a REST list, following `Link: rel="next"` (per_page=100), or the
+        first `max_pages` pages of it."""
         import httpx
 
         api = httpx.URL(self.settings.api_url)
@@ -528,7 +543,7 @@ class GitHubClient:
                 )
             items.extend(page)
             next_url = response.links.get("next", {}).get("url")
-            if not next_url:
+            if not next_url or (max_pages is not None and len(seen) + 1 >= max_pages):
                 return items
             target = httpx.URL(next_url)
             # The token goes with the request: never follow a next link to another host.

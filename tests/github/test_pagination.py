@@ -208,3 +208,35 @@ def test_an_answer_of_the_wrong_shape_is_a_clear_error(
     )
     with pytest.raises(GitHubError, match="unexpected check run object"):
         client.check_runs("octo/widgets", SHA)
+
+
+def test_merge_group_runs_without_a_commit_read_one_page_only(
+    client: GitHubClient, httpx_mock: HTTPXMock
+) -> None:
+    runs = f"{API}/repos/octo/widgets/actions/runs"
+    run = {
+        "id": 9,
+        "name": "CI",
+        "head_branch": f"gh-readonly-queue/main/pr-5-{SHA}",
+        "head_sha": SHA,
+        "status": "completed",
+        "conclusion": "failure",
+        "html_url": "https://github.test/octo/widgets/actions/runs/9",
+    }
+    httpx_mock.add_response(
+        url=f"{runs}?event=merge_group&per_page=100",
+        json={"total_count": 5000, "workflow_runs": [run]},
+        headers=link(f"{runs}?event=merge_group&per_page=100&page=2"),
+    )
+    assert [r.id for r in client.merge_group_runs("octo/widgets")] == [9]
+    # The control: with a commit, the list is followed to its end.
+    httpx_mock.add_response(
+        url=f"{runs}?event=merge_group&head_sha={SHA}&per_page=100",
+        json={"total_count": 2, "workflow_runs": [run]},
+        headers=link(f"{runs}?event=merge_group&head_sha={SHA}&per_page=100&page=2"),
+    )
+    httpx_mock.add_response(
+        url=f"{runs}?event=merge_group&head_sha={SHA}&per_page=100&page=2",
+        json={"total_count": 2, "workflow_runs": [{**run, "id": 10}]},
+    )
+    assert [r.id for r in client.merge_group_runs("octo/widgets", head_sha=SHA)] == [9, 10]
