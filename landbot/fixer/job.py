@@ -390,6 +390,7 @@ def run_fix_job(
         recommendation=recommendation,
         pushed_sha=published.pushed_sha,
         refused=published.refused or "",
+        auto_merge_armed=published.auto_merge_error is None,
     )
 
 

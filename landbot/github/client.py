@@ -421,7 +421,9 @@ class GitHubClient:
     def _http_error(self, response: httpx.Response) -> GitHubError:
         status = response.status_code
         message = error_message(response)
-        method, url = response.request.method, str(response.request.url)
+        # Without the query: a log's storage URL is signed there, and errors reach logs,
+        # the store and the dashboard.
+        method, url = response.request.method, str(response.request.url.copy_with(query=None))
         limited, wait = rate_limit_wait(status, response.headers, message, self._clock())
         if limited:
             return RateLimited(status, message, retry_after=wait, method=method, url=url)

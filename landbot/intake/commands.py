@@ -18,22 +18,26 @@ from landbot.store import Store, utcnow
 WRITERS = {"admin", "maintain", "write"}
 
 
-def retry(lander: Lander, store: Store, repo: str, pr: int, *, source: str) -> Decision:
+def retry(
+    lander: Lander, store: Store, repo: str, pr: int, *, source: str, key: str | None = None
+) -> Decision:
+    """`key` names the request (a comment's id): the same request retried after a failure
+    resumes its drop instead of starting another one (and another hand-back)."""
     lander.progress(f"reading {repo}#{pr}")
     state = lander.gh.pull_request(repo, pr)
     last = next((d for d in store.drops(repo) if d.pr == pr and d.head_sha == state.head_oid), None)
-    raw = last.raw_reason if last is not None else "manual"
-    store.reset_budget(repo, pr, state.head_oid)
-    drop_id, _ = store.add_drop(
+    drop_id, created = store.add_drop(
         repo=repo,
         pr=pr,
         head_sha=state.head_oid,
         reason=last.reason if last is not None else "manual",
-        raw_reason=raw,
+        raw_reason=last.raw_reason if last is not None else "manual",
         source=source,
-        dedupe_key=f"{source}:{repo}#{pr}:{uuid.uuid4()}",
+        dedupe_key=f"{source}:{repo}#{pr}:{key or uuid.uuid4()}",
         observed_at=utcnow(),
     )
+    if created:
+        store.reset_budget(repo, pr, state.head_oid)
     return lander.process(drop_id)
 
 
@@ -47,5 +51,5 @@ def run_comment_command(lander: Lander, store: Store, payload: dict[str, Any]) -
         return f"refused /landbot retry from {user} ({permission})"
     if comment_id:
         lander.gh.add_reaction(repo, int(comment_id), "eyes")
-    decision = retry(lander, store, repo, pr, source="command")
+    decision = retry(lander, store, repo, pr, source="command", key=f"comment-{comment_id}")
     return f"/landbot retry from {user}: {decision.outcome}"

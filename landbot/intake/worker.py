@@ -13,10 +13,12 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from landbot.github.errors import GitHubError, NetworkError, RateLimited, ServerError
+from landbot.errors import LandbotError
+from landbot.github.errors import NetworkError, RateLimited, ServerError
 from landbot.intake import events
 from landbot.intake.commands import run_comment_command
 from landbot.land.loop import Lander
@@ -118,7 +120,38 @@ class Worker:
         log.info("delivery %s %s: %s", row.delivery_id, row.event, note)
         self.store.finish_delivery(lease.id, self.name, "done", error=None)
 
+    @contextmanager
+    def _holding(self, lease: Lease) -> Iterator[None]:
+        """Keep the lease (and this worker's heartbeat) alive while a job runs: a fix job
+        runs far longer than a lease, and another worker must not take it meanwhile."""
+        done = threading.Event()
+        every = max(self.lease.total_seconds() / 3, 0.05)
+
+        def beat() -> None:
+            while not done.wait(every):
+                self.last_beat = time.monotonic()
+                try:
+                    self.store.renew_lease("jobs", lease.id, self.name, self.lease)
+                except Exception:  # the store hiccupped: the next beat tries again
+                    log.warning("could not renew the lease of job %s", lease.id)
+
+        thread = threading.Thread(target=beat, name=f"lease-{lease.id}", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            thread.join()
+
     def _job(self, lease: Lease) -> None:
+        if lease.attempts > MAX_ATTEMPTS:
+            # Leased again and again without finishing: a job that kills its worker.
+            self._failed(lease, RuntimeError(f"gave up after {lease.attempts - 1} attempts"))
+            return
+        with self._holding(lease):
+            self._run_job(lease)
+
+    def _run_job(self, lease: Lease) -> None:
         payload: dict[str, Any] = lease.payload
         try:
             if lease.kind == "drop":
@@ -128,10 +161,17 @@ class Worker:
                 if self.fixer is None:
                     raise ValueError("a fix job, but no fixer is configured in this worker")
                 drop, evidence = self.lander.saved_evidence(int(payload["drop_id"]))
-                self.lander.progress(f"running the fixer on {drop.repo}#{drop.pr}")
-                outcome = self.fixer(drop, evidence)
-                decision = self.lander.process(int(payload["drop_id"]), fixer=outcome)
-                result = {"verdict": outcome.verdict, "outcome": decision.outcome}
+                stale = self.lander.still_holds(drop)
+                if stale is not None:
+                    # Closed, merged, pushed to, back in the queue or opted out since the
+                    # drop: the fixer would push to a PR a person has taken over.
+                    self.store.update_drop(drop.id or 0, outcome="ignored", summary=stale)
+                    result = {"outcome": "ignored", "why": stale}
+                else:
+                    self.lander.progress(f"running the fixer on {drop.repo}#{drop.pr}")
+                    outcome = self.fixer(drop, evidence)
+                    decision = self.lander.process(int(payload["drop_id"]), fixer=outcome)
+                    result = {"verdict": outcome.verdict, "outcome": decision.outcome}
             elif lease.kind == "command":
                 result = {"note": run_comment_command(self.lander, self.store, payload)}
             else:
@@ -146,7 +186,9 @@ class Worker:
                 return
             self._failed(lease, exc)
             return
-        except (GitHubError, ValueError, KeyError) as exc:
+        except (LandbotError, ValueError, KeyError) as exc:
+            # Permanent for this job (GitHub refused, the host cannot sandbox, a bad
+            # payload): the drop says so in `landbot status` instead of waiting forever.
             self._failed(lease, exc)
             return
         self.store.finish_job(lease.id, self.name, "done", result=result)

@@ -109,6 +109,10 @@ _DECIDE = {
     ),
     "needs_human": "landbot's fixer could not repair it and says what a person must decide.",
     "fix_refused": "landbot's fixer made a fix, but landbot did not publish it.",
+    "auto_merge_failed": (
+        "landbot pushed a fix, but GitHub refused to arm auto-merge, so the pull request is "
+        "not on its way back to the queue. Check the fix, then put it back in the queue."
+    ),
     "branch_protections": "The base branch's protection rules refused it. Check what they require.",
     "git_tree_invalid": "GitHub could not build the merge. Check the branch for broken objects.",
     "invalid_merge_commit": "GitHub could not create the merge commit. Check the branch.",

@@ -148,6 +148,12 @@ def _after_fixer(drop: Drop, fixer: FixerResult, history: History, policy: Polic
             f"the fix was not published: {fixer.refused}",
         )
     if fixer.verdict == "fixed":
+        if fixer.pushed_sha and not fixer.auto_merge_armed:
+            return Decision(
+                "handed_back",
+                (Status("handed_back"), HandBack("auto_merge_failed")),
+                "fixed and pushed, but auto-merge could not be armed",
+            )
         if fixer.pushed_sha:
             return Decision("fixed", (Status("fixed"),), "fixed and pushed; auto-merge is armed")
         return Decision(

@@ -17,7 +17,7 @@ from landbot.github.errors import MutationOutcomeUnknown
 from landbot.github.models import PullState
 from landbot.land import evidence as evidence_mod
 from landbot.land.comments import HANDBACK_MARKER, STATUS_MARKER, render_handback, render_status
-from landbot.land.decide import decide
+from landbot.land.decide import confirm, decide
 from landbot.land.model import (
     Action,
     Decision,
@@ -180,6 +180,12 @@ class Lander:
         self.progress(f"{drop.repo}#{drop.pr}: {decision.outcome} ({decision.why})")
         return decision
 
+    def still_holds(self, drop: Drop) -> str | None:
+        """Re-read the PR: None when the drop still holds, else why it no longer does."""
+        pr = snapshot(self.gh.pull_request(drop.repo, drop.pr))
+        stale = confirm(drop, pr, self.policy)
+        return None if stale is None else stale.why
+
     def saved_evidence(self, drop_id: int) -> tuple[Drop, Evidence]:
         """The drop and the evidence its plan was decided on (what a fix job works from)."""
         row = self.store.drop(drop_id)
@@ -261,7 +267,8 @@ class Lander:
             job = self.store.add_job(
                 "fix",
                 {"drop_id": drop.id, "mode": action.mode},
-                dedupe_key=f"fix:{drop.id}:{action.head_sha}",
+                # Under the drop jobs' key prefix, so a push or a close cancels it too.
+                dedupe_key=f"drop:{drop.repo}#{drop.pr}@{action.head_sha}#fix{drop.id}",
                 drop_id=drop.id,
             )
             result = {"job": job}

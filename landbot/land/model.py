@@ -91,6 +91,7 @@ class FixerResult:
     recommendation: str = ""
     pushed_sha: str | None = None
     refused: str = ""  # why the host refused to publish the fix, if it did
+    auto_merge_armed: bool = True  # False: pushed, but GitHub refused to arm auto-merge
 
 
 @dataclass(frozen=True)

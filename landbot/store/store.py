@@ -214,7 +214,10 @@ class Store:
         closed PR); their pending drops end as ignored, with `why`."""
         now = utcnow()
         with self.tx() as conn:
-            cond = (jobs.c.status == "queued", jobs.c.dedupe_key.startswith(dedupe_prefix))
+            cond = (
+                jobs.c.status == "queued",
+                jobs.c.dedupe_key.startswith(dedupe_prefix, autoescape=True),
+            )
             drop_ids = [
                 r.drop_id
                 for r in conn.execute(sa.select(jobs.c.drop_id).where(*cond))
@@ -353,6 +356,8 @@ class Store:
                     door.is_(None),
                     drops.c.observed_at >= around - window,
                     drops.c.observed_at <= around + window,
+                    # Re-enqueued before this report: the PR was removed again, a new drop.
+                    sa.not_(sa.and_(drops.c.outcome == "requeued", drops.c.updated_at < around)),
                 )
                 .order_by(drops.c.id)
                 .limit(1)
@@ -596,7 +601,10 @@ class Store:
         with self.tx() as conn:
             if cap is not None:
                 # Counted in the same write transaction as the lease, so two workers cannot
-                # both take the last slot.
+                # both take the last slot (SQLite's BEGIN IMMEDIATE serializes them; on
+                # PostgreSQL, READ COMMITTED needs a lock to do the same).
+                if conn.dialect.name == "postgresql":
+                    conn.execute(sa.text("SELECT pg_advisory_xact_lock(4242)"))
                 running = conn.execute(
                     sa.select(sa.func.count())
                     .select_from(table)

@@ -310,3 +310,38 @@ def test_group_refs_parse_anchored_at_the_end(
 ) -> None:
     parsed = parse_group_ref(ref)
     assert (None if parsed is None else (parsed.base, parsed.pr)) == expected
+
+
+def test_a_removal_after_the_drop_was_requeued_is_a_new_drop(store: Store) -> None:
+    seen = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=30)
+    deliver(store, "pull_request", dequeued("CI_TIMEOUT"), at=seen)
+    [first] = store.drops()
+    store.update_drop(first.id, outcome="requeued")  # re-enqueued now, just after
+    later = seen + dt.timedelta(minutes=5)
+    again = QueueEvent("removed", "R_again", later, "checks_timed_out", HEAD, "github")
+    pr = PullRemovals("o/r", 7, "PR_7", HEAD, "main", False, (again,))
+
+    class Sweep:
+        def queue_removals(self, repo: str, *, first: int = 50) -> list[PullRemovals]:
+            return [pr]
+
+    # Within the same-removal window of the first drop, but after its re-enqueue: new.
+    assert len(sweep(store, Sweep(), "o/r", now=later, lookback=dt.timedelta(days=400))) == 1
+    assert len(store.drops()) == 2
+
+
+def test_the_same_removal_of_a_handed_back_drop_is_still_one_drop(store: Store) -> None:
+    deliver(store, "pull_request", dequeued("CI_FAILURE"), at=T0)
+    [first] = store.drops()
+    store.update_drop(first.id, outcome="handed_back")
+    same = QueueEvent(
+        "removed", "R_same", T0 - dt.timedelta(seconds=2), "failed_checks", HEAD, None
+    )
+    pr = PullRemovals("o/r", 7, "PR_7", HEAD, "main", False, (same,))
+
+    class Sweep:
+        def queue_removals(self, repo: str, *, first: int = 50) -> list[PullRemovals]:
+            return [pr]
+
+    assert sweep(store, Sweep(), "o/r", now=T0, lookback=dt.timedelta(days=400)) == []
+    assert len(store.drops()) == 1

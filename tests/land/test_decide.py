@@ -42,6 +42,7 @@ HISTORIES = [History(0, 0), History(1, 0), History(0, 1), History(1, 1)]
 FIXER_RESULTS: list[FixerResult | None] = [
     None,
     FixerResult("fixed", pushed_sha=OTHER),
+    FixerResult("fixed", pushed_sha=OTHER, auto_merge_armed=False),
     FixerResult("fixed"),
     FixerResult("flaky"),
     FixerResult("needs_human", recommendation="split the PR"),
@@ -282,6 +283,11 @@ def test_quest_only_conflict_goes_to_the_merge_driver_even_without_an_agent(fixe
     ("result", "outcome", "topic"),
     [
         (FixerResult("fixed", pushed_sha=OTHER), "fixed", None),
+        (
+            FixerResult("fixed", pushed_sha=OTHER, auto_merge_armed=False),
+            "handed_back",
+            "auto_merge_failed",
+        ),
         (FixerResult("fixed"), "handed_back", "fix_refused"),
         (FixerResult("needs_human"), "handed_back", "needs_human"),
         (FixerResult("flaky"), "requeued", None),
