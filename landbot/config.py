@@ -63,6 +63,24 @@ class PolicySettings(BaseModel):
     max_requeues_per_head: int = Field(1, ge=0, description="automatic re-enqueues per PR head")
     max_fixer_attempts_per_head: int = Field(1, ge=0, description="fixer jobs per PR head")
     skip_label: str = Field("landbot:skip", description="label that opts a PR out")
+    reasons: dict[str, str] = Field(
+        default_factory=dict,
+        description="per drop reason: ignore, requeue, fix, handback or note (JSON in env); "
+        "overrides the defaults",
+    )
+
+    @field_validator("reasons")
+    @classmethod
+    def _known_reasons(cls, v: dict[str, str]) -> dict[str, str]:
+        from landbot.intake.reasons import REASONS
+
+        actions = ("ignore", "requeue", "fix", "handback", "note")
+        for reason, action in v.items():
+            if reason not in REASONS:
+                raise ValueError(f"unknown drop reason {reason!r}; use one of {', '.join(REASONS)}")
+            if action not in actions:
+                raise ValueError(f"{reason} = {action!r}: use one of {', '.join(actions)}")
+        return v
 
 
 class FixerSettings(BaseModel):

@@ -10,15 +10,17 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from landbot.config import Settings
 from landbot.github.errors import MutationOutcomeUnknown
 from landbot.github.models import PullState
+from landbot.intake.reasons import Reason
 from landbot.land import evidence as evidence_mod
 from landbot.land.comments import HANDBACK_MARKER, STATUS_MARKER, render_handback, render_status
 from landbot.land.decide import confirm, decide
 from landbot.land.model import (
+    DEFAULT_REASON_ACTIONS,
     Action,
     Decision,
     Drop,
@@ -30,6 +32,7 @@ from landbot.land.model import (
     JobFailure,
     Policy,
     PrSnapshot,
+    ReasonAction,
     Requeue,
     RunFixer,
     Status,
@@ -43,7 +46,10 @@ Progress = Callable[[str], None]
 
 def policy_from(settings: Settings, *, fixer_enabled: bool = False) -> Policy:
     p = settings.policy
+    # The overrides were checked against the reasons and actions by PolicySettings.
+    reasons = cast("dict[Reason, ReasonAction]", {**DEFAULT_REASON_ACTIONS, **p.reasons})
     return Policy(
+        reasons=reasons,
         max_requeues_per_head=p.max_requeues_per_head,
         max_fixer_attempts_per_head=p.max_fixer_attempts_per_head,
         skip_label=p.skip_label,

@@ -146,7 +146,7 @@ def test_example_toml_documents_every_key_and_loads() -> None:
             body = block[1]
         else:
             body = example
-        pattern = rf"^#? ?({re.escape(key)} =|\[\[(\w+\.)?{re.escape(key)}\]\])"
+        pattern = rf"^#? ?({re.escape(key)} =|\[\[?(\w+\.)?{re.escape(key)}\]\]?)"
         assert re.search(pattern, body, re.M), toml
     s = load_settings(ROOT / "config" / "landbot.example.toml")
     assert s.repos == ["octo-org/octo-repo"]
@@ -157,3 +157,19 @@ def test_readme_reference_is_generated_from_settings() -> None:
     assert reference_markdown() in readme, (
         "README's settings table is stale: regenerate it with `python -m landbot.config`"
     )
+
+
+def test_policy_reasons_override_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    from landbot.land.loop import policy_from
+
+    monkeypatch.setenv("LANDBOT_POLICY__REASONS", '{"checks_timed_out": "handback"}')
+    policy = policy_from(load_settings())
+    assert policy.reasons["checks_timed_out"] == "handback"
+    assert policy.reasons["manual"] == "ignore"  # the other defaults stay
+
+
+@pytest.mark.parametrize("value", ['{"nope": "ignore"}', '{"manual": "explode"}'])
+def test_policy_reasons_refuse_unknown_names(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("LANDBOT_POLICY__REASONS", value)
+    with pytest.raises(LandbotError, match="LANDBOT_POLICY__REASONS"):
+        load_settings()
