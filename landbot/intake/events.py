@@ -98,6 +98,34 @@ def record_drop(
     base_ref: str | None = None,
 ) -> tuple[int, bool]:
     """Record a removal once, whichever door saw it first, and queue its drop job."""
+    with store.tx():  # one transaction: a webhook and a poll racing see each other
+        return _record_drop(
+            store,
+            repo=repo,
+            pr=pr,
+            head_sha=head_sha,
+            raw_reason=raw_reason,
+            source=source,
+            observed_at=observed_at,
+            delivery_id=delivery_id,
+            removal_id=removal_id,
+            base_ref=base_ref,
+        )
+
+
+def _record_drop(
+    store: Store,
+    *,
+    repo: str,
+    pr: int,
+    head_sha: str,
+    raw_reason: str | None,
+    source: str,
+    observed_at: dt.datetime,
+    delivery_id: str | None,
+    removal_id: str | None,
+    base_ref: str | None,
+) -> tuple[int, bool]:
     reason = normalize(raw_reason)
     same = store.link_removal(
         repo=repo,
@@ -226,49 +254,41 @@ def _store_group(d: Delivery, store: Store, status: str) -> str:
     return f"group {sha[:7]} for #{ref.pr}: {status}"
 
 
-@route("check_run", "completed")
-def _check_run(d: Delivery, store: Store) -> str:
-    run = d.payload.get("check_run") or {}
-    suite = run.get("check_suite") or {}
-    ref = parse_group_ref(suite.get("head_branch"))
+def _group_failure(
+    d: Delivery, store: Store, kind: str, run: dict[str, Any], branch: str | None
+) -> str:
+    """Remember a failed check run or workflow run on a merge-group commit."""
+    ref = parse_group_ref(branch)
     if d.repo is None or ref is None or run.get("conclusion") not in FAILED:
-        return "not a failed merge-group check"
+        return f"not a failed merge-group {kind.replace('_', ' ')}"
     store.add_group_failure(
         d.repo,
         run.get("head_sha", ""),
         {
-            "kind": "check_run",
+            "kind": kind,
             "id": run.get("id"),
             "name": run.get("name"),
             "conclusion": run.get("conclusion"),
             "url": run.get("html_url"),
         },
         pr=ref.pr,
-        head_ref=suite.get("head_branch", ""),
+        head_ref=branch or "",
     )
-    return f"failed check {run.get('name')} on group of #{ref.pr}"
+    return f"failed {kind.replace('_', ' ')} {run.get('name')} on group of #{ref.pr}"
+
+
+@route("check_run", "completed")
+def _check_run(d: Delivery, store: Store) -> str:
+    run = d.payload.get("check_run") or {}
+    return _group_failure(
+        d, store, "check_run", run, (run.get("check_suite") or {}).get("head_branch")
+    )
 
 
 @route("workflow_run", "completed")
 def _workflow_run(d: Delivery, store: Store) -> str:
     run = d.payload.get("workflow_run") or {}
-    ref = parse_group_ref(run.get("head_branch"))
-    if d.repo is None or ref is None or run.get("conclusion") not in FAILED:
-        return "not a failed merge-group run"
-    store.add_group_failure(
-        d.repo,
-        run.get("head_sha", ""),
-        {
-            "kind": "workflow_run",
-            "id": run.get("id"),
-            "name": run.get("name"),
-            "conclusion": run.get("conclusion"),
-            "url": run.get("html_url"),
-        },
-        pr=ref.pr,
-        head_ref=run.get("head_branch", ""),
-    )
-    return f"failed run {run.get('name')} on group of #{ref.pr}"
+    return _group_failure(d, store, "workflow_run", run, run.get("head_branch"))
 
 
 # --- commands ----------------------------------------------------------------------------

@@ -7,7 +7,7 @@ A value GitHub has not documented becomes `unknown`, and the raw value is kept b
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 Reason = Literal[
     "failed_checks",
@@ -24,20 +24,7 @@ Reason = Literal[
     "unknown",
 ]
 
-REASONS: Final[tuple[Reason, ...]] = (
-    "failed_checks",
-    "merge_conflict",
-    "checks_timed_out",
-    "manual",
-    "merged",
-    "already_merged",
-    "queue_cleared",
-    "roll_back",
-    "branch_protections",
-    "git_tree_invalid",
-    "invalid_merge_commit",
-    "unknown",
-)
+REASONS: Final[tuple[Reason, ...]] = get_args(Reason)
 
 _WEBHOOK: Final[dict[str, Reason]] = {
     "CI_FAILURE": "failed_checks",

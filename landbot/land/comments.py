@@ -53,6 +53,10 @@ _STATUS_NEXT = {
         "The fixer ran the failing command again and it passed: landbot put the pull "
         "request back in the queue once for this commit."
     ),
+    "requeued_conflict_gone": (
+        "The base branch now merges cleanly ({why}): landbot put the pull request back in the "
+        "queue once for this commit."
+    ),
     "fixing_failed_checks": "landbot is reproducing the failure and trying a fix.",
     "fixing_conflict": "landbot is merging the base branch and resolving the conflict.",
     "fixed": (
@@ -98,6 +102,10 @@ _DECIDE = {
     "not_its_fault_again": (
         "It failed again the same way after landbot re-enqueued it once. Decide whether the "
         "failure is really unrelated (then queue it again) or needs a fix."
+    ),
+    "conflict_gone_again": (
+        "It was dropped for a conflict again after landbot re-enqueued it once, though the "
+        "base merged cleanly when landbot checked. Merge the base branch and look at the result."
     ),
     "flaky_verdict_again": (
         "The fixer found the failure flaky, but the budget of re-enqueues for this commit is "

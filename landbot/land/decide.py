@@ -72,6 +72,9 @@ def decide(
     # action == "fix": failed checks or a conflict, where triage may still say "not its fault".
     if drop.reason == "failed_checks" and evidence.triage_class in policy.requeue_classes:
         return _requeue_or_hand_back(drop, history, policy, topic="not_its_fault")
+    if drop.reason == "merge_conflict" and evidence.base_sha and not evidence.conflict_files:
+        # Triage merged the base in and it went clean (the base moved on): just queue it.
+        return _requeue_or_hand_back(drop, history, policy, topic="conflict_gone")
     if drop.reason == "failed_checks" and evidence.triage_class == "policy":
         return Decision(
             "handed_back",

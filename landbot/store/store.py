@@ -7,6 +7,7 @@ delivery whose lease expired is handed to the next worker that asks.
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ class Budget:
 class Store:
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
+        self._local = threading.local()  # the open write transaction of each thread
         insert: Any
         if engine.dialect.name == "postgresql":
             from sqlalchemy.dialects.postgresql import insert
@@ -73,11 +75,20 @@ class Store:
 
     @contextmanager
     def tx(self) -> Iterator[sa.Connection]:
-        """One write transaction."""
+        """One write transaction; nested calls in the same thread join the outer one, so
+        several steps can be made atomic by wrapping them in `with store.tx():`."""
+        current: sa.Connection | None = getattr(self._local, "conn", None)
+        if current is not None:
+            yield current
+            return
         with self.engine.connect() as conn:
             conn.execution_options(**{db.WRITE: True})
             with conn.begin():
-                yield conn
+                self._local.conn = conn
+                try:
+                    yield conn
+                finally:
+                    self._local.conn = None
 
     def ping(self) -> bool:
         try:

@@ -345,3 +345,18 @@ def test_the_same_removal_of_a_handed_back_drop_is_still_one_drop(store: Store) 
 
     assert sweep(store, Sweep(), "o/r", now=T0, lookback=dt.timedelta(days=400)) == []
     assert len(store.drops()) == 1
+
+
+def test_a_drop_and_its_job_are_recorded_together_or_not_at_all(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(store, "add_job", broken)
+    with pytest.raises(RuntimeError):
+        deliver(store, "pull_request", dequeued())
+    assert store.drops() == []  # the drop rolled back with its job
+    monkeypatch.undo()
+    deliver(store, "pull_request", dequeued())  # the control: the same delivery records both
+    assert len(store.drops()) == 1 and len(store.jobs()) == 1

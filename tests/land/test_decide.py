@@ -340,3 +340,16 @@ def test_policy_is_configurable() -> None:
 )
 def test_reasons_normalize(raw: str | None, reason: str) -> None:
     assert normalize(raw) == reason
+
+
+def test_a_conflict_that_is_gone_is_requeued_once() -> None:
+    conflict = replace(DROP, reason="merge_conflict")
+    gone = Evidence(base_sha="c" * 40, triage_reason="main now merges cleanly")
+    d = decide(conflict, OPEN, gone, History(), Policy(fixer_enabled=True))
+    assert kinds(d) == [("Requeue", ""), ("Status", "requeued_conflict_gone")]
+    again = decide(conflict, OPEN, gone, History(requeues=1), Policy(fixer_enabled=True))
+    assert kinds(again) == [("Status", "handed_back"), ("HandBack", "conflict_gone_again")]
+    # The control: a conflict that is still there goes to the fixer.
+    still = Evidence(base_sha="c" * 40, conflict_files=("app.py",))
+    d = decide(conflict, OPEN, still, History(), Policy(fixer_enabled=True))
+    assert kinds(d) == [("RunFixer", "agent"), ("Status", "fixing_conflict")]
