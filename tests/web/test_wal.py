@@ -38,6 +38,9 @@ def in_database_file(path: Path) -> int:
     conn = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
     try:
         return int(conn.execute("SELECT count(*) FROM deliveries").fetchone()[0])
+    except sqlite3.DatabaseError:
+        # An immutable read can catch the checkpointer mid-write (a torn page): not yet.
+        return -1
     finally:
         conn.close()
 
