@@ -131,6 +131,18 @@ def _plan_from(data: dict[str, Any]) -> tuple[Decision, Evidence, FixerResult | 
     return Decision(data["outcome"], tuple(actions), data["why"]), Evidence(**ev), fixer
 
 
+def _taken_away(pr: PrSnapshot, policy: Policy) -> str | None:
+    """Why a saved plan must not be finished: the PR is no longer landbot's to act on.
+    (Its head and its place in the queue may have changed through the plan's own actions.)"""
+    if pr.state == "merged":
+        return "the pull request has merged"
+    if pr.state == "closed":
+        return "the pull request is closed"
+    if policy.skip_label in pr.labels:
+        return f"the pull request has the {policy.skip_label} label"
+    return None
+
+
 # --- the loop ----------------------------------------------------------------------------
 
 
@@ -179,7 +191,15 @@ class Lander:
             )
         self.failpoint("after_decide")
         if decision.actions:
+            resumed = pr is None
             pr = pr or snapshot(self.gh.pull_request(drop.repo, drop.pr))
+            gone = _taken_away(pr, self.policy) if resumed else None
+            if gone is not None:
+                # Resuming after a crash, and a person closed the PR or opted it out in
+                # between: what was not done yet is not done now.
+                self.store.update_drop(drop_id, outcome="ignored", summary=gone)
+                self.progress(f"{drop.repo}#{drop.pr}: ignored ({gone})")
+                return Decision("ignored", (), gone)
             for index, action in enumerate(decision.actions):
                 self._act(drop, pr, evidence, fixer, index, action)
         self.store.update_drop(drop_id, outcome=decision.outcome, summary=decision.why)

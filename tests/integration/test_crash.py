@@ -104,3 +104,31 @@ def test_the_failpoint_control_a_worker_without_it_finishes_in_one_go(
         worker.terminate()
         worker.wait(timeout=30)
     assert world.mutations().count("EnqueuePullRequest") == 1
+
+
+def test_a_plan_resumed_after_the_pr_was_opted_out_is_not_finished(
+    world: World, tmp_path: Path
+) -> None:
+    pr = world.open_pr("feat-optout", {"app.py": "def answer():\n    return 42  # optout\n"})
+    world.gh.set_checks(world.repo, CheckScenario.pending(), pr=pr, event="merge_group")
+    world.gh.enqueue(pr, actor="alice")
+    world.gh.run_queue(world.repo)
+    world.gh.clock.advance(minutes=61)
+    world.gh.run_queue(world.repo)
+    world.gh.webhooks.flush()
+    first = start_worker(world, tmp_path, "after_decide")
+    first.wait(timeout=60)
+    assert first.returncode == -signal.SIGKILL
+    world.gh.add_label(world.gh.pull(world.repo, pr.number), "landbot:skip")  # in between
+    second = start_worker(world, tmp_path, "after_decide")
+    try:
+        wait_for(lambda: settled(world))
+    finally:
+        second.terminate()
+        second.wait(timeout=30)
+    [drop] = world.store.drops()
+    assert (drop.outcome, drop.summary) == (
+        "ignored",
+        "the pull request has the landbot:skip label",
+    )
+    assert world.mutations() == [] and world.bot_comments(pr.number) == []
