@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -70,16 +71,17 @@ def make_fixer(settings: Settings, lander: Callable[[], Lander]) -> FixRunner:
     from landbot.fixer.job import JobLimits, run_fix_job
     from landbot.fixer.workspace import Workspaces
 
-    workspaces: list[Workspaces] = []  # made on first use: a worker may never see a fix job
+    # Made on first use: a worker may never see a fix job.
+    workspaces = functools.cache(
+        lambda: Workspaces.from_settings(settings, settings.fixer.state_dir)
+    )
 
     def run(drop: Drop, evidence: Evidence) -> FixerResult:
-        if not workspaces:
-            workspaces.append(Workspaces.from_settings(settings, settings.fixer.state_dir))
         limits = JobLimits(timeout=settings.fixer.timeout, memory_mb=settings.fixer.memory_mb)
         return run_fix_job(
             settings,
             lander().gh,  # type: ignore[arg-type]  # the real client meets FixClient
-            workspaces[0],
+            workspaces(),
             drop,
             evidence,
             limits=limits,
@@ -94,12 +96,7 @@ def make_worker(settings: Settings, store: Store) -> Worker:
 
     from landbot.intake.worker import Worker
 
-    landers: list[Lander] = []
-
-    def lander() -> Lander:
-        if not landers:
-            landers.append(make_lander(settings, store))
-        return landers[0]
+    lander = functools.cache(lambda: make_lander(settings, store))
 
     return Worker(
         store,

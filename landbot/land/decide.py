@@ -39,6 +39,14 @@ def confirm(drop: Drop, pr: PrSnapshot, policy: Policy) -> Decision | None:
     return None
 
 
+def ignored_reason(drop: Drop, policy: Policy) -> Decision | None:
+    """The decision for a reason the policy ignores (a person removed it, it merged), which
+    needs no look at the pull request; None for every other reason."""
+    if policy.reasons.get(drop.reason, "note") == "ignore":
+        return Decision("ignored", (), f"removed for `{drop.reason}`: nothing to do")
+    return None
+
+
 def decide(
     drop: Drop,
     pr: PrSnapshot,
@@ -53,9 +61,10 @@ def decide(
     if stale is not None:
         return stale
 
+    ignored = ignored_reason(drop, policy)
+    if ignored is not None:
+        return ignored
     action = policy.reasons.get(drop.reason, "note")
-    if action == "ignore":
-        return Decision("ignored", (), f"removed for `{drop.reason}`: nothing to do")
     if action == "note":
         return Decision(
             "ignored", (Status("unknown_reason"),), f"removed for `{drop.raw_reason}`: not acted on"

@@ -18,7 +18,7 @@ from landbot.github.models import PullState
 from landbot.intake.reasons import Reason
 from landbot.land import evidence as evidence_mod
 from landbot.land.comments import HANDBACK_MARKER, STATUS_MARKER, render_handback, render_status
-from landbot.land.decide import confirm, decide
+from landbot.land.decide import confirm, decide, ignored_reason
 from landbot.land.model import (
     DEFAULT_REASON_ACTIONS,
     Action,
@@ -224,16 +224,10 @@ class Lander:
         self, drop: Drop, fixer: FixerResult | None, known: Evidence | None = None
     ) -> tuple[Decision, Evidence, PrSnapshot | None]:
         # Reasons the policy ignores need no GitHub call at all (a person removed it, it merged).
-        if (
-            fixer is None
-            and drop.source in ("webhook", "poll")
-            and self.policy.reasons.get(drop.reason) == "ignore"
-        ):
-            return (
-                Decision("ignored", (), f"removed for `{drop.reason}`: nothing to do"),
-                Evidence(),
-                None,
-            )
+        if fixer is None and drop.source in ("webhook", "poll"):
+            ignored = ignored_reason(drop, self.policy)
+            if ignored is not None:
+                return ignored, Evidence(), None
         self.progress(f"re-reading {drop.repo}#{drop.pr}")
         pr = snapshot(self.gh.pull_request(drop.repo, drop.pr))
         evidence = known or Evidence()

@@ -46,6 +46,18 @@ class World:
     def open_pr(self, head: str, files: dict[str, str], author: str = "alice") -> Any:
         return self.gh.open_pull_request(self.repo, head=head, files=files, author=author)
 
+    def time_out_in_queue(self, pr: Any) -> str | None:
+        """Queue `pr` with checks that never report and let the queue's timeout drop it;
+        returns the webhook reason of the last queue step (CI_TIMEOUT)."""
+        from landbot.testing import CheckScenario
+
+        self.gh.set_checks(self.repo, CheckScenario.pending(), pr=pr, event="merge_group")
+        self.gh.enqueue(pr, actor="alice")
+        self.gh.run_queue(self.repo)
+        self.gh.clock.advance(minutes=61)
+        reason: str | None = self.gh.run_queue(self.repo)[-1].reason
+        return reason
+
     def settle(self) -> int:
         """Deliver every pending webhook to landbot, then let the worker finish its work."""
         self.gh.webhooks.flush()

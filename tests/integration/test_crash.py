@@ -16,8 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from landbot.testing import CheckScenario
-
 from .conftest import World
 
 LANDBOT = str(Path(sys.executable).parent / "landbot")
@@ -58,11 +56,7 @@ def test_killed_worker_acts_once_after_restart(
     world: World, tmp_path: Path, failpoint: str
 ) -> None:
     pr = world.open_pr("feat-crash", {"app.py": "def answer():\n    return 42  # crash\n"})
-    world.gh.set_checks(world.repo, CheckScenario.pending(), pr=pr, event="merge_group")
-    world.gh.enqueue(pr, actor="alice")
-    world.gh.run_queue(world.repo)
-    world.gh.clock.advance(minutes=61)
-    world.gh.run_queue(world.repo)
+    world.time_out_in_queue(pr)
     world.gh.webhooks.flush()  # the drop is stored by landbot's webhook endpoint
 
     first = start_worker(world, tmp_path, failpoint)
@@ -90,11 +84,7 @@ def test_the_failpoint_control_a_worker_without_it_finishes_in_one_go(
     world: World, tmp_path: Path
 ) -> None:
     pr = world.open_pr("feat-calm", {"app.py": "def answer():\n    return 42  # calm\n"})
-    world.gh.set_checks(world.repo, CheckScenario.pending(), pr=pr, event="merge_group")
-    world.gh.enqueue(pr, actor="alice")
-    world.gh.run_queue(world.repo)
-    world.gh.clock.advance(minutes=61)
-    world.gh.run_queue(world.repo)
+    world.time_out_in_queue(pr)
     world.gh.webhooks.flush()
     worker = start_worker(world, tmp_path, None)
     try:
@@ -110,11 +100,7 @@ def test_a_plan_resumed_after_the_pr_was_opted_out_is_not_finished(
     world: World, tmp_path: Path
 ) -> None:
     pr = world.open_pr("feat-optout", {"app.py": "def answer():\n    return 42  # optout\n"})
-    world.gh.set_checks(world.repo, CheckScenario.pending(), pr=pr, event="merge_group")
-    world.gh.enqueue(pr, actor="alice")
-    world.gh.run_queue(world.repo)
-    world.gh.clock.advance(minutes=61)
-    world.gh.run_queue(world.repo)
+    world.time_out_in_queue(pr)
     world.gh.webhooks.flush()
     first = start_worker(world, tmp_path, "after_decide")
     first.wait(timeout=60)

@@ -49,11 +49,7 @@ def test_ci_timeout_is_requeued_once_even_when_the_delivery_repeats_and_a_poll_s
     world: World,
 ) -> None:
     pr = world.open_pr("feat-slow", {"app.py": "def answer():\n    return 42  # slow\n"})
-    world.gh.set_checks(world.repo, CheckScenario.pending(), pr=pr, event="merge_group")
-    world.gh.enqueue(pr, actor="alice")
-    world.gh.run_queue(world.repo)
-    world.gh.clock.advance(minutes=61)
-    assert world.gh.run_queue(world.repo)[-1].reason == "CI_TIMEOUT"
+    assert world.time_out_in_queue(pr) == "CI_TIMEOUT"
     before = world.calls()
     world.settle()
     assert world.mutations() == ["EnqueuePullRequest"]
@@ -143,11 +139,7 @@ def test_retry_from_a_writer_is_acted_on_and_from_a_reader_refused(world: World)
 def test_skip_label_opts_out(world: World) -> None:
     pr = world.open_pr("feat-skip", {"e.txt": "e\n"})
     world.gh.add_label(pr, "landbot:skip")
-    world.gh.set_checks(world.repo, CheckScenario.pending(), pr=pr, event="merge_group")
-    world.gh.enqueue(pr, actor="alice")
-    world.gh.run_queue(world.repo)
-    world.gh.clock.advance(minutes=61)
-    world.gh.run_queue(world.repo)
+    world.time_out_in_queue(pr)
     world.settle()
     [drop] = world.store.drops()
     assert drop.outcome == "ignored" and "landbot:skip" in drop.summary

@@ -95,11 +95,7 @@ def test_a_fix_job_for_a_pr_a_person_took_over_does_nothing(world: World) -> Non
 
 def test_a_second_removal_soon_after_a_requeue_is_a_new_drop(world: World) -> None:
     pr = world.open_pr("feat-again", {"g.txt": "g\n"})
-    world.gh.set_checks(world.repo, CheckScenario.pending(), pr=pr, event="merge_group")
-    world.gh.enqueue(pr, actor="alice")
-    world.gh.run_queue(world.repo)
-    world.gh.clock.advance(minutes=61)
-    world.gh.run_queue(world.repo)
+    world.time_out_in_queue(pr)
     world.settle()
     assert world.store.drops()[0].outcome == "requeued"
     # It times out again, and this time landbot hears no webhook: only the poller sees it.
