@@ -9,7 +9,7 @@ Measures, each as the median of N runs:
 - the same with the model relay (the sandbox's /usr/bin/python3 starting first);
 - `landbot sandbox run --workdir W -- true` as a whole process through Typer, and through
   the fast path that skips Typer (what `landbot.cli.main` runs once it routes well-formed
-  `sandbox run` calls to landbot.fixer.sandbox_cli.fast_path): target under 250 ms.
+  `sandbox run` calls to landbot.sandbox.cli.fast_path): target under 250 ms.
 """
 
 from __future__ import annotations
@@ -30,14 +30,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from landbot.fixer.proxy import ModelProxy  # noqa: E402
-from landbot.fixer.sandbox import run_sandboxed  # noqa: E402
+from landbot.sandbox.proxy import ModelProxy  # noqa: E402
+from landbot.sandbox.runner import run_sandboxed  # noqa: E402
 
 LANDBOT = str(Path(sys.executable).parent / "landbot")
 FAST = (
     "import sys\n"
     "import landbot.cli\n"  # main() lives there: its import is part of the real cost
-    "from landbot.fixer.sandbox_cli import fast_path\n"
+    "from landbot.sandbox.cli import fast_path\n"
     "sys.exit(fast_path(sys.argv[1:]))\n"
 )
 

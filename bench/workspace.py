@@ -34,8 +34,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from landbot.fixer.ownership import chown_tree
-from landbot.fixer.workspace import Workspaces, run_git
+from landbot.git.ownership import chown_tree
+from landbot.git.workspace import Workspaces, run_git
 
 UID = GID = 65534
 IDENT = "bench <bench@example.invalid>"

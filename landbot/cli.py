@@ -63,7 +63,7 @@ def serve(
     import uvicorn
 
     from landbot.config import load_settings, require
-    from landbot.runtime import make_github, make_worker, open_store
+    from landbot.pipeline.wiring import make_github, make_worker, open_store
     from landbot.web.app import create_app
 
     settings = load_settings(config)
@@ -96,7 +96,7 @@ def worker(config: ConfigOpt = None) -> None:
     import threading
 
     from landbot.config import load_settings
-    from landbot.runtime import make_github, make_worker, open_store
+    from landbot.pipeline.wiring import make_github, make_worker, open_store
 
     settings = load_settings(config)
     make_github(settings)
@@ -118,7 +118,7 @@ def poll(
     """One reconciliation sweep of the merge queues, then exit."""
     from landbot.config import load_settings
     from landbot.intake.poll import sweep
-    from landbot.runtime import make_github, make_worker, open_store
+    from landbot.pipeline.wiring import make_github, make_worker, open_store
     from landbot.store import utcnow
 
     settings = load_settings(config)
@@ -143,8 +143,8 @@ def retry(
 ) -> None:
     """Re-run triage and a land attempt for one pull request."""
     from landbot.config import load_settings
-    from landbot.intake.commands import retry as retry_pr
-    from landbot.runtime import make_lander, open_store, resolve_repo
+    from landbot.pipeline.commands import retry as retry_pr
+    from landbot.pipeline.wiring import make_lander, open_store, resolve_repo
 
     settings = load_settings(config)
     name = resolve_repo(settings, repo)
@@ -162,7 +162,7 @@ def status(
 ) -> None:
     """Drops, jobs and outcomes, newest first."""
     from landbot.config import load_settings
-    from landbot.runtime import dumps, open_store, status_rows
+    from landbot.pipeline.wiring import dumps, open_store, status_rows
 
     settings = load_settings(config)
     rows = status_rows(open_store(settings), repo)
@@ -361,8 +361,8 @@ def sandbox_run(
     Exits with the command's own code, 124 when the timeout killed it, 137 when the memory
     cap did.
     """
-    # Only the sandbox's own modules (see landbot/fixer/sandbox_cli.py for its fast path).
-    from landbot.fixer.sandbox_cli import RunArgs, run_command
+    # Only the sandbox's own modules (see landbot/sandbox/cli.py for its fast path).
+    from landbot.sandbox.cli import RunArgs, run_command
 
     command = list(ctx.args)
     if command[:1] == ["--"]:
@@ -447,7 +447,7 @@ def main() -> None:
     if sys.argv[1:3] == ["sandbox", "run"]:
         # The sandbox runner starts per job: skip Typer (and the pydantic it imports) for a
         # well-formed call; help and errors still go through Typer below.
-        from landbot.fixer.sandbox_cli import fast_path
+        from landbot.sandbox.cli import fast_path
 
         code = fast_path(sys.argv[3:])
         if code is not None:

@@ -72,7 +72,7 @@ class PolicySettings(BaseModel):
     @field_validator("reasons")
     @classmethod
     def _known_reasons(cls, v: dict[str, str]) -> dict[str, str]:
-        from landbot.intake.reasons import REASONS
+        from landbot.core.reasons import REASONS
 
         actions = ("ignore", "requeue", "fix", "handback", "note")
         for reason, action in v.items():

@@ -8,10 +8,22 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from landbot.sandbox.runner import (
+    DEFAULT_GID,
+    DEFAULT_UID,
+    SandboxResult,
+    SandboxUnavailable,
+    check_host,
+    prepare_workdir,
+    run_sandboxed,
+)
 
 
 def _pg_bin(name: str) -> str | None:
@@ -97,3 +109,149 @@ def _has_user(name: str) -> bool:
         return True
     except KeyError:
         return False
+
+
+# --- the sandbox: real git checkouts, real bubblewrap -----------------------------------
+# Work trees live under a folder of /tmp with mode 755: pytest's own tmp_path is under a
+# mode-700 folder the sandbox uid cannot traverse, so bubblewrap could not bind it.
+
+SANDBOX_UID = DEFAULT_UID
+SANDBOX_GID = DEFAULT_GID
+
+
+def _host_problem() -> str | None:
+    try:
+        check_host()
+    except SandboxUnavailable as exc:
+        return str(exc)
+    return None
+
+
+HOST_PROBLEM = _host_problem()
+
+
+def require_sandbox() -> None:
+    """Skip (with the reason) on a host that cannot sandbox; in CI that is a failure."""
+    if HOST_PROBLEM is None:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must be able to run the sandbox: {HOST_PROBLEM}")
+    pytest.skip(f"this host cannot run the sandbox: {HOST_PROBLEM}")
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
+
+
+@dataclass
+class Box:
+    """One test's folders: a checkout (the work tree) and things outside it."""
+
+    root: Path  # mode 755, under /tmp
+    work: Path  # a git checkout with one commit
+    secrets: Path  # a fake bot database and App key (under /var/tmp), readable by everyone
+
+    @property
+    def db(self) -> Path:
+        return self.secrets / "landbot.db"
+
+    @property
+    def app_key(self) -> Path:
+        return self.secrets / "app-key.pem"
+
+
+@pytest.fixture
+def box() -> Iterator[Box]:
+    require_sandbox()
+    root = Path(tempfile.mkdtemp(prefix="landbot-sbx-", dir="/tmp"))
+    os.chmod(root, 0o755)
+    work = root / "work"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    git(work, "config", "user.name", "Fixer")
+    git(work, "config", "user.email", "fixer@example.invalid")
+    (work / "README.md").write_text("hello\n")
+    git(work, "add", ".")
+    git(work, "commit", "-q", "-m", "initial")
+    # The bot's files live outside /tmp (as /srv or /var/lib would), so only the sandbox's
+    # allowlist of visible paths hides them, not its private /tmp.
+    secrets = Path(tempfile.mkdtemp(prefix="landbot-sbx-secrets-", dir="/var/tmp"))
+    os.chmod(secrets, 0o755)
+    (secrets / "landbot.db").write_text("SQLite format 3\0 drops, jobs, DB-SECRET-ROW\n")
+    (secrets / "app-key.pem").write_text(
+        "-----BEGIN RSA PRIVATE KEY-----\nAPP-KEY-SECRET\n-----END RSA PRIVATE KEY-----\n"
+    )
+    for f in secrets.iterdir():
+        os.chmod(f, 0o644)  # readable by the sandbox uid on the host: only the sandbox hides it
+    try:
+        yield Box(root=root, work=work, secrets=secrets)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(secrets, ignore_errors=True)
+
+
+class Helpers:
+    """Run a command with and without the sandbox (a fixture, since test modules cannot
+    import each other under --import-mode=importlib)."""
+
+    uid = SANDBOX_UID
+    gid = SANDBOX_GID
+
+    @staticmethod
+    def unconfined(
+        argv: Sequence[str],
+        cwd: Path,
+        *,
+        env: dict[str, str] | None = None,
+        timeout: float = 30,
+        as_root: bool = False,
+    ) -> subprocess.CompletedProcess[str]:
+        """The control: the same command, as the sandbox uid (or root), unconfined."""
+        drop = (
+            []
+            if as_root
+            else [
+                "setpriv",
+                f"--reuid={SANDBOX_UID}",
+                f"--regid={SANDBOX_GID}",
+                "--clear-groups",
+                "--",
+            ]
+        )
+        return subprocess.run(
+            [*drop, *argv],
+            cwd=cwd,
+            env=env if env is not None else {"PATH": "/usr/bin:/bin", "HOME": "/tmp"},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    @staticmethod
+    def confined(
+        argv: Sequence[str],
+        work: Path,
+        *,
+        timeout: float = 30,
+        memory_mb: int = 512,
+        **kw: Any,
+    ) -> SandboxResult:
+        return run_sandboxed(argv, work, timeout=timeout, memory_mb=memory_mb, capture=True, **kw)
+
+    git = staticmethod(git)
+
+    @staticmethod
+    def text(data: bytes | None) -> str:
+        return (data or b"").decode(errors="replace")
+
+    @staticmethod
+    def give_to_sandbox_uid(path: Path) -> None:
+        """Chown a checkout as the sandbox runner does, so a control runs on equal terms."""
+        prepare_workdir(path, SANDBOX_UID, SANDBOX_GID)
+
+
+@pytest.fixture
+def h() -> type[Helpers]:
+    return Helpers

@@ -81,7 +81,7 @@ def prepare_agent(name: str, root: Path, stack: contextlib.ExitStack) -> AgentCh
             FixerSettings(agent="command", command=[str(script)]),
             f"the scripted agent ({script}), a command agent",
         )
-    from landbot.testing.model_server import ModelScript, ScriptedModelServer
+    from landbot.sim.model_server import ModelScript, ScriptedModelServer
 
     server = stack.enter_context(
         ScriptedModelServer(ModelScript(commands=CODEX_COMMANDS, verdict=CODEX_VERDICT))

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from landbot.testing.scenarios import (
+from landbot.sim.scenarios import (
     CheckContext,
     CheckScenario,
     JobSpec,
@@ -91,7 +91,7 @@ class JobPlan:
 
 @dataclass
 class DemoCI:
-    """A callable check scenario (see landbot.testing.scenarios.CheckContext)."""
+    """A callable check scenario (see landbot.sim.scenarios.CheckContext)."""
 
     bare: Path  # the simulated GitHub's repository
     runners: Path  # one checkout per job below it, made on first use

@@ -126,7 +126,7 @@ class Observer:
             say = self.reporter.event
             if new.head != old.head:
                 assert self.world.repo.git_dir is not None
-                from landbot.testing import git
+                from landbot.sim import git
 
                 author = git.out(self.world.repo.git_dir, "log", "-1", "--format=%an", new.head)
                 subject = git.commit_message(self.world.repo.git_dir, new.head).splitlines()[0]

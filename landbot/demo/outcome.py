@@ -185,7 +185,7 @@ def _comment_kind(body: str) -> str:
 
 
 def _landbot_commits(world: World, first: str, last: str) -> tuple[CommitRecord, ...]:
-    from landbot.testing import git
+    from landbot.sim import git
 
     assert world.repo.git_dir is not None
     if first == last:

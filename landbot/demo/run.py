@@ -61,7 +61,7 @@ def run_demo(
     time_limit: float = TIME_LIMIT,
 ) -> Outcome:
     """The whole demo; raises LandbotError (one line) when this host cannot run it."""
-    from landbot.fixer.sandbox import check_host
+    from landbot.sandbox.runner import check_host
 
     started = time.monotonic()
     check_agent(agent)

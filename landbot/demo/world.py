@@ -1,7 +1,7 @@
 """The demo's world, wired as production is: the simulated GitHub served over HTTP, landbot
 installed on it as a GitHub App, landbot's real webhook endpoint on loopback receiving the
 signed deliveries, a SQLite store in a file, and the worker `landbot serve` runs
-(`landbot.runtime.make_worker`), so drops, triage, fixer jobs and publishing take the same
+(`landbot.pipeline.wiring.make_worker`), so drops, triage, fixer jobs and publishing take the same
 code paths as on a real repository. Only GitHub is simulated; git, the sandbox and the CI
 commands are real.
 """
@@ -19,11 +19,11 @@ from landbot.demo import project
 from landbot.demo.ci import CiRun, DemoCI
 
 if TYPE_CHECKING:
-    from landbot.intake.worker import Worker
+    from landbot.pipeline.worker import Worker
+    from landbot.sim import FakeGitHub, FakeGitHubServer
+    from landbot.sim.server import BackgroundServer
+    from landbot.sim.state import PullRequest, Repository
     from landbot.store import Store
-    from landbot.testing import FakeGitHub, FakeGitHubServer
-    from landbot.testing.server import BackgroundServer
-    from landbot.testing.state import PullRequest, Repository
 
 # The demo's own webhook secret: it signs deliveries between two servers on loopback.
 WEBHOOK_SECRET = "landbot-demo-webhook-secret"
@@ -102,9 +102,9 @@ def open_world(
 ) -> Iterator[World]:
     """Build the world under `root` (a folder the sandbox uid can traverse) and tear it
     down afterwards. The pull requests are opened by the caller (`open_pulls`)."""
-    from landbot.runtime import make_worker, open_store
-    from landbot.testing import FakeGitHub, FakeGitHubServer
-    from landbot.testing.server import BackgroundServer, free_socket
+    from landbot.pipeline.wiring import make_worker, open_store
+    from landbot.sim import FakeGitHub, FakeGitHubServer
+    from landbot.sim.server import BackgroundServer, free_socket
     from landbot.web.app import create_app
 
     project.build_repository(root / "calc")

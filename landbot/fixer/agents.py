@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from landbot.errors import LandbotError
-from landbot.fixer import bwrap
 from landbot.fixer.verdict import SCHEMA
+from landbot.sandbox import bwrap
 
 AGENTS = ("command", "codex", "claude", "opencode")
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from landbot.core.model import Drop, Evidence, FixerResult
 from landbot.errors import LandbotError
 from landbot.fixer.agents import Agent, Invocation, JobPaths, ModelAccess, make_agent
 from landbot.fixer.prompt import (
@@ -44,11 +45,10 @@ from landbot.fixer.prompt import (
     evidence_json,
 )
 from landbot.fixer.verdict import AgentVerdict, judge
-from landbot.land.model import Drop, Evidence, FixerResult
 
 if TYPE_CHECKING:
     from landbot.config import Settings
-    from landbot.fixer.workspace import Workspaces
+    from landbot.git.workspace import Workspaces
     from landbot.github.models import PullState
 
 log = logging.getLogger("landbot.fixer.job")
@@ -202,8 +202,8 @@ def run_agent(
     first (a workspace's tree already is). Raises LandbotError when the host cannot
     sandbox or the agent cannot start; whatever the agent does, returns its verdict.
     """
-    from landbot.fixer.proxy import KEY_PLACEHOLDER, ModelProxy
-    from landbot.fixer.sandbox import EXIT_OOM, run_sandboxed
+    from landbot.sandbox.proxy import KEY_PLACEHOLDER, ModelProxy
+    from landbot.sandbox.runner import EXIT_OOM, run_sandboxed
 
     uid, gid = settings.sandbox.uid, settings.sandbox.gid
     workdir = Path(os.path.realpath(workdir))
@@ -319,7 +319,7 @@ def run_fix_job(
     Raises LandbotError when the job could not run (the host cannot sandbox, the agent is
     not installed, git or GitHub failed); a refusal to publish comes back in `refused`.
     """
-    from landbot.fixer.publish import publish
+    from landbot.land.publish import publish
 
     pr = client.pull_request(drop.repo, drop.pr)
     if pr.head_oid != drop.head_sha:
@@ -398,7 +398,7 @@ def run_fix_job(
 
 
 def _git_out(workdir: Path, *args: str) -> tuple[int, bytes]:
-    from landbot.fixer.workspace import run_git
+    from landbot.git.workspace import run_git
 
     done = run_git(list(args), cwd=workdir, config=[("safe.directory", str(workdir))], check=False)
     return done.returncode, done.stdout
@@ -454,7 +454,7 @@ def run_local_job(
 ) -> AgentOutcome:
     """`landbot fixer run`: the agent on an operator's checkout. No GitHub, no publishing;
     the checkout is handed to the sandbox uid (as `landbot sandbox run` does)."""
-    from landbot.fixer.sandbox import check_host, prepare_workdir
+    from landbot.sandbox.runner import check_host, prepare_workdir
 
     real = Path(os.path.realpath(workdir))
     if not real.is_dir():

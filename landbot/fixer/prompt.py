@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast, get_args
 
-from landbot.intake.reasons import REASONS, Reason
-from landbot.land.model import Drop, Evidence, FailedCheck, JobFailure, TriageClass
+from landbot.core.model import Drop, Evidence, FailedCheck, JobFailure, TriageClass
+from landbot.core.reasons import REASONS, Reason
 
 EVIDENCE_FORMAT = 1
 

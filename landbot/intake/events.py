@@ -15,15 +15,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from landbot.intake.groups import parse_group_ref
-from landbot.intake.reasons import normalize
+from landbot.core import keys
+from landbot.core.groups import FAILED, parse_group_ref
+from landbot.core.reasons import normalize
 from landbot.store import Store
 
 log = logging.getLogger("landbot.intake")
 
 # The same removal reported by two doors (webhook, poll) lands within this window.
 SAME_REMOVAL_WINDOW = dt.timedelta(minutes=15)
-FAILED = {"failure", "timed_out", "cancelled", "action_required", "startup_failure", "stale"}
 RETRY_COMMAND = re.compile(r"^\s*/landbot\s+retry\s*$", re.M)
 
 
@@ -77,11 +77,6 @@ def parse(delivery_id: str, event: str, received_at: dt.datetime, body: bytes) -
     if not isinstance(payload, dict):
         raise ValueError("payload is not a JSON object")
     return Delivery(delivery_id, event, received_at, payload)
-
-
-def drop_job_key(repo: str, pr: int, head: str) -> str:
-    """Dedupe key prefix of drop jobs, so a push or a close cancels work for an old head."""
-    return f"drop:{repo}#{pr}@{head}"
 
 
 def record_drop(
@@ -155,7 +150,7 @@ def _record_drop(
         store.add_job(
             "drop",
             {"drop_id": drop_id, "base_ref": base_ref},
-            dedupe_key=f"{drop_job_key(repo, pr, head_sha)}#{drop_id}",
+            dedupe_key=keys.drop_job(repo, pr, head_sha, drop_id),
             drop_id=drop_id,
         )
     return drop_id, created
@@ -206,7 +201,7 @@ def _synchronize(d: Delivery, store: Store) -> str:
     if not isinstance(before, str):
         return "synchronize without before"
     n = store.cancel_jobs(
-        drop_job_key(repo, number, before),
+        keys.head_jobs(repo, number, before),
         "the head moved since the drop: nothing for the old head",
     )
     return f"head moved from {before[:7]}: cancelled {n} job(s)"
@@ -217,7 +212,7 @@ def _closed(d: Delivery, store: Store) -> str:
     repo, number, _ = _pr(d)
     merged = bool((d.payload.get("pull_request") or {}).get("merged"))
     n = store.cancel_jobs(
-        f"drop:{repo}#{number}@",
+        keys.pr_jobs(repo, number),
         "the pull request has merged" if merged else "the pull request is closed",
     )
     return f"closed: cancelled {n} job(s)"

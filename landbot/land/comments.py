@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from landbot.land.model import Drop, Evidence, FixerResult, JobFailure, PrSnapshot
+from landbot.core.model import Drop, Evidence, FixerResult, JobFailure, PrSnapshot
 
 STATUS_MARKER = "<!-- landbot:status -->"
 HANDBACK_MARKER = "<!-- landbot:handback -->"

@@ -9,19 +9,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from landbot.land.model import (
-    Decision,
-    Drop,
-    Evidence,
-    FixerResult,
-    HandBack,
-    History,
-    Policy,
-    PrSnapshot,
-    Requeue,
-    RunFixer,
-    Status,
-)
+from landbot.core.model import Drop, Evidence, FixerResult, History, PrSnapshot
+from landbot.land.model import Decision, HandBack, Policy, Requeue, RunFixer, Status
 
 
 def confirm(drop: Drop, pr: PrSnapshot, policy: Policy) -> Decision | None:

@@ -1,104 +1,13 @@
-"""The values the decision function reads and returns. Plain data, no I/O."""
+"""The decision's own values: the policy, and what a decision asks for. Plain data, no I/O."""
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from landbot.intake.reasons import Reason
-
-Source = Literal["webhook", "poll", "command", "operator"]
-Outcome = Literal["pending", "requeued", "fixed", "handed_back", "ignored", "failed"]
-TriageClass = Literal[
-    "genuine", "flaky", "infrastructure", "timeout", "cancelled", "policy", "unknown"
-]
-Verdict = Literal["fixed", "flaky", "needs_human"]
-
-
-@dataclass(frozen=True)
-class Drop:
-    """One removal of a pull request from a merge queue, whichever door reported it."""
-
-    repo: str
-    pr: int
-    head_sha: str
-    reason: Reason
-    source: Source
-    raw_reason: str | None = None
-    merge_group_sha: str | None = None
-    base_ref: str | None = None
-    observed_at: dt.datetime | None = None
-    id: int | None = None
-
-
-@dataclass(frozen=True)
-class PrSnapshot:
-    """The pull request as re-read just before acting."""
-
-    state: Literal["open", "closed", "merged"]
-    head_sha: str
-    in_queue: bool
-    author: str
-    labels: tuple[str, ...] = ()
-    auto_merge: bool = False
-    fork: bool = False
-    maintainer_can_modify: bool = True
-    node_id: str = ""
-    base_ref: str = "main"
-    head_ref: str = ""
-    url: str = ""
-
-
-@dataclass(frozen=True)
-class FailedCheck:
-    name: str
-    conclusion: str
-    url: str = ""
-
-
-@dataclass(frozen=True)
-class JobFailure:
-    """What triage found in one failed job's log (filled by the triage stage)."""
-
-    job: str
-    url: str
-    step: str | None
-    error_lines: tuple[int, ...]
-    excerpt: tuple[tuple[int, str], ...]
-    summary: str
-    class_: TriageClass
-
-
-@dataclass(frozen=True)
-class Evidence:
-    failed_checks: tuple[FailedCheck, ...] = ()
-    # Triage's verdict on the failure as a whole, and why (None: no triage ran).
-    triage_class: TriageClass | None = None
-    triage_reason: str = ""
-    jobs: tuple[JobFailure, ...] = ()
-    merge_group_source: str | None = None
-    conflict_files: tuple[str, ...] = ()
-    conflicts_all_quest: bool = False
-    base_sha: str | None = None
-
-
-@dataclass(frozen=True)
-class FixerResult:
-    verdict: Verdict
-    summary: str = ""
-    recommendation: str = ""
-    pushed_sha: str | None = None
-    refused: str = ""  # why the host refused to publish the fix, if it did
-    auto_merge_armed: bool = True  # False: pushed, but GitHub refused to arm auto-merge
-
-
-@dataclass(frozen=True)
-class History:
-    requeues: int = 0
-    fixer_attempts: int = 0
-
+from landbot.core.model import NOT_ITS_FAULT, Outcome
+from landbot.core.reasons import Reason
 
 ReasonAction = Literal["ignore", "requeue", "fix", "handback", "note"]
 
@@ -128,7 +37,7 @@ class Policy:
     skip_label: str = "landbot:skip"
     fixer_enabled: bool = False
     # Triage classes that are not the pull request's fault: re-enqueue within the budget.
-    requeue_classes: frozenset[str] = frozenset({"flaky", "infrastructure", "cancelled"})
+    requeue_classes: frozenset[str] = NOT_ITS_FAULT
 
 
 # --- what the decision asks for ----------------------------------------------------------

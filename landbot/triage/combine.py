@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from landbot.land.model import JobFailure, TriageClass
+from landbot.core.model import JobFailure, TriageClass
 
 # Worst first: the first class any job has is the drop's class.
 PRIORITY: tuple[TriageClass, ...] = (

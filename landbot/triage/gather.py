@@ -22,13 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from landbot.core.groups import FAILED, parse_group_ref
+from landbot.core.model import Drop, Evidence, FailedCheck, JobFailure, TriageClass
 from landbot.errors import LandbotError
 from landbot.github.errors import GitHubError, RateLimited
 from landbot.github.models import CheckRun, Job, QueueEvent
-from landbot.intake.events import FAILED
-from landbot.intake.groups import parse_group_ref
-from landbot.land.model import Drop, Evidence, FailedCheck, JobFailure, TriageClass
-from landbot.land.ops import GitHubOps
+from landbot.github.ops import GitHubOps
 from landbot.triage.classify import Rule, compile_rules
 from landbot.triage.combine import JobVerdict, evidence_why, overall
 from landbot.triage.explain import LogExplanation, explain_log
@@ -63,7 +62,7 @@ class TriageGitHub(GitHubOps, Protocol):
 
 
 class Mirrors(Protocol):
-    """A cached bare mirror per repository (landbot.fixer.workspace.Workspaces)."""
+    """A cached bare mirror per repository (landbot.git.workspace.Workspaces)."""
 
     def sync(
         self, repo: str, number: int, base_ref: str, *, token: str | None = None
@@ -203,7 +202,7 @@ class Gatherer:
 
     def mirrors(self) -> Mirrors:
         if self._mirrors is None:
-            from landbot.fixer.workspace import Workspaces
+            from landbot.git.workspace import Workspaces
 
             if self.settings is None:
                 raise LandbotError("triage of a merge conflict needs the settings (git URL)")
@@ -211,7 +210,7 @@ class Gatherer:
         return self._mirrors
 
     def conflict(self, gh: TriageGitHub, drop: Drop) -> Evidence:
-        from landbot.fixer.workspace import has_commit
+        from landbot.git.workspace import has_commit
         from landbot.triage.conflicts import merge_conflicts
 
         mirrors = self.mirrors()

@@ -160,7 +160,7 @@ def test_readme_reference_is_generated_from_settings() -> None:
 
 
 def test_policy_reasons_override_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
-    from landbot.land.loop import policy_from
+    from landbot.pipeline.process import policy_from
 
     monkeypatch.setenv("LANDBOT_POLICY__REASONS", '{"checks_timed_out": "handback"}')
     policy = policy_from(load_settings())

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from landbot.fixer.sandbox import SandboxUnavailable, check_host
+from landbot.sandbox.runner import SandboxUnavailable, check_host
 
 
 def require_sandbox() -> None:

@@ -11,8 +11,8 @@ import pytest
 
 from landbot.demo import project
 from landbot.demo.ci import DemoCI
-from landbot.testing import FakeGitHub
-from landbot.testing.state import PullRequest, Repository
+from landbot.sim import FakeGitHub
+from landbot.sim.state import PullRequest, Repository
 from landbot.triage.explain import explain_log
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from landbot.core.model import Drop, Evidence, FailedCheck, JobFailure
 from landbot.errors import LandbotError
 from landbot.fixer import agents as ag
 from landbot.fixer.agents import (
@@ -39,7 +40,6 @@ from landbot.fixer.prompt import (
     evidence_json,
     reproduce_command,
 )
-from landbot.fixer.sandbox_env import check_job_variable
 from landbot.fixer.verdict import (
     MAX_SUMMARY_CHARS,
     MAX_VERDICT_BYTES,
@@ -49,8 +49,8 @@ from landbot.fixer.verdict import (
     judge,
     parse_verdict,
 )
-from landbot.land.model import Drop, Evidence, FailedCheck, JobFailure
-from landbot.testing.model_server import (
+from landbot.sandbox.env import check_job_variable
+from landbot.sim.model_server import (
     ModelScript,
     ScriptedModelServer,
     next_item,

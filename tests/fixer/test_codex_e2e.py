@@ -22,16 +22,16 @@ from pathlib import Path
 import pytest
 
 from landbot.config import FixerSettings, GitHubSettings, Settings
+from landbot.core.model import Drop, Evidence, JobFailure
 from landbot.fixer.agents import AgentUnavailable, CodexAgent, find_codex
 from landbot.fixer.job import JobLimits, run_fix_job
-from landbot.fixer.proxy import KEY_PLACEHOLDER
-from landbot.fixer.sandbox import SandboxUnavailable, check_host
 from landbot.fixer.verdict import SCHEMA
-from landbot.fixer.workspace import Workspaces
+from landbot.git.workspace import Workspaces
 from landbot.github.client import GitHubClient
-from landbot.land.model import Drop, Evidence, JobFailure
-from landbot.testing import FakeGitHub, FakeGitHubServer
-from landbot.testing.model_server import ModelScript, ScriptedModelServer
+from landbot.sandbox.proxy import KEY_PLACEHOLDER
+from landbot.sandbox.runner import SandboxUnavailable, check_host
+from landbot.sim import FakeGitHub, FakeGitHubServer
+from landbot.sim.model_server import ModelScript, ScriptedModelServer
 
 REAL_KEY = "sk-real-provider-key-e2e-7f3a"
 BOT = "landbot-bot"

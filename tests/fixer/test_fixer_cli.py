@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from landbot.fixer.sandbox import SandboxUnavailable, check_host
+from landbot.sandbox.runner import SandboxUnavailable, check_host
 
 LANDBOT = str(Path(sys.executable).parent / "landbot")
 FIXED = {
@@ -227,7 +227,7 @@ def test_usage_errors_exit_2_with_one_line(
 def test_codex_through_the_cli(root: Path, checkout: Path) -> None:
     """What an operator runs to try Codex on a checkout before trusting it with a queue."""
     from landbot.fixer.agents import AgentUnavailable, find_codex
-    from landbot.testing.model_server import ModelScript, ScriptedModelServer
+    from landbot.sim.model_server import ModelScript, ScriptedModelServer
 
     try:
         find_codex()

@@ -21,16 +21,16 @@ from typing import Any
 import pytest
 
 from landbot.config import FixerSettings, GitHubSettings, Settings
+from landbot.core.model import Drop, Evidence, FixerResult, JobFailure
 from landbot.fixer.agents import Agent, Invocation, JobPaths, ModelAccess
 from landbot.fixer.job import JobLimits, run_fix_job
-from landbot.fixer.sandbox import SandboxUnavailable, check_host
-from landbot.fixer.workspace import Workspaces
+from landbot.git.workspace import Workspaces
 from landbot.github.client import GitHubClient
 from landbot.github.models import PullState
-from landbot.land.model import Drop, Evidence, FixerResult, JobFailure
-from landbot.testing import FakeGitHub, FakeGitHubServer
-from landbot.testing.model_server import ModelScript, ScriptedModelServer
-from landbot.testing.state import PullRequest, Repository
+from landbot.sandbox.runner import SandboxUnavailable, check_host
+from landbot.sim import FakeGitHub, FakeGitHubServer
+from landbot.sim.model_server import ModelScript, ScriptedModelServer
+from landbot.sim.state import PullRequest, Repository
 
 BOT = "landbot-bot"
 QUEST = "# [S] Ship it\n\n## Required\n\n- [Design](design.md)\n"

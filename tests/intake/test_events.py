@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from landbot.core.groups import parse_group_ref
 from landbot.github.models import PullRemovals, QueueEvent
 from landbot.intake import events
-from landbot.intake.groups import parse_group_ref
 from landbot.intake.poll import sweep
 from landbot.store import Store
 

@@ -13,11 +13,11 @@ import pytest
 
 from landbot.config import GitHubSettings, Settings
 from landbot.github.client import GitHubClient
-from landbot.intake.worker import Worker
-from landbot.land.loop import Lander
+from landbot.pipeline.process import Lander
+from landbot.pipeline.worker import Worker
+from landbot.sim import FakeGitHub, FakeGitHubServer
+from landbot.sim.server import BackgroundServer, free_socket
 from landbot.store import Store
-from landbot.testing import FakeGitHub, FakeGitHubServer
-from landbot.testing.server import BackgroundServer, free_socket
 from landbot.web.app import create_app
 
 SECRET = "integration-webhook-secret"
@@ -49,7 +49,7 @@ class World:
     def time_out_in_queue(self, pr: Any) -> str | None:
         """Queue `pr` with checks that never report and let the queue's timeout drop it;
         returns the webhook reason of the last queue step (CI_TIMEOUT)."""
-        from landbot.testing import CheckScenario
+        from landbot.sim import CheckScenario
 
         self.gh.set_checks(self.repo, CheckScenario.pending(), pr=pr, event="merge_group")
         self.gh.enqueue(pr, actor="alice")

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from landbot.intake.worker import Worker
 from landbot.land.comments import HANDBACK_MARKER, STATUS_MARKER
-from landbot.land.loop import Lander
-from landbot.runtime import make_fixer
-from landbot.testing import CheckScenario
-from landbot.testing.scenarios import CheckContext
+from landbot.pipeline.process import Lander
+from landbot.pipeline.wiring import make_fixer
+from landbot.pipeline.worker import Worker
+from landbot.sim import CheckScenario
+from landbot.sim.scenarios import CheckContext
 
 from .conftest import World
 

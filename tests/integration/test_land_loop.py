@@ -7,7 +7,7 @@ import datetime as dt
 
 from landbot.intake.poll import sweep
 from landbot.land.comments import HANDBACK_MARKER, STATUS_MARKER
-from landbot.testing import CheckScenario
+from landbot.sim import CheckScenario
 
 from .conftest import World
 
@@ -181,7 +181,7 @@ def test_a_second_hand_back_minimizes_the_first(world: World) -> None:
 
 def test_an_undocumented_reason_is_kept_and_noted(world: World) -> None:
     pr = world.open_pr("feat-odd", {"f.txt": "f\n"})
-    from landbot.testing import payloads
+    from landbot.sim import payloads
 
     payload = payloads.pull_request_event(
         world.gh, pr, "dequeued", "github-merge-queue[bot]", reason="BRANCH_REMOVED"

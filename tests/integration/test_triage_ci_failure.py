@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from landbot.testing import CheckScenario, JobSpec, StepSpec, WorkflowSpec
-from landbot.testing.scenarios import standard_steps
+from landbot.sim import CheckScenario, JobSpec, StepSpec, WorkflowSpec
+from landbot.sim.scenarios import standard_steps
 
 from .conftest import World
 from .triage_support import (

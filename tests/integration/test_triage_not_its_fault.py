@@ -4,8 +4,8 @@ without blaming the pull request. A real failure beside a cancelled job is still
 
 from __future__ import annotations
 
-from landbot.testing import CheckScenario, JobSpec, StepSpec, WorkflowSpec
-from landbot.testing.scenarios import standard_steps
+from landbot.sim import CheckScenario, JobSpec, StepSpec, WorkflowSpec
+from landbot.sim.scenarios import standard_steps
 
 from .conftest import World
 from .triage_support import (

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from landbot.quest.check import check_tree
 from landbot.quest.findings import failing
-from landbot.testing import CheckScenario, JobSpec, StepSpec, WorkflowSpec
-from landbot.testing.scenarios import CheckContext, standard_steps
+from landbot.sim import CheckScenario, JobSpec, StepSpec, WorkflowSpec
+from landbot.sim.scenarios import CheckContext, standard_steps
 
 from .conftest import World
 from .triage_support import evidence_of, handbacks

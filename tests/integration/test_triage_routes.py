@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from landbot.testing import CheckScenario, CheckSpec
+from landbot.sim import CheckScenario, CheckSpec
 
 from .conftest import World
 from .test_triage_ci_failure import PYTEST

@@ -8,13 +8,13 @@ import datetime as dt
 import threading
 import time
 
+from landbot.core.model import Drop, Evidence, FixerResult
 from landbot.errors import LandbotError
 from landbot.intake.poll import sweep
-from landbot.intake.worker import Worker
 from landbot.land.comments import HANDBACK_MARKER
-from landbot.land.loop import Lander
-from landbot.land.model import Drop, Evidence, FixerResult
-from landbot.testing import CheckScenario
+from landbot.pipeline.process import Lander
+from landbot.pipeline.worker import Worker
+from landbot.sim import CheckScenario
 
 from .conftest import World
 

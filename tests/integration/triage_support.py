@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from landbot.testing import CheckScenario
-from landbot.testing.merge_queue import QueueStep
+from landbot.sim import CheckScenario
+from landbot.sim.merge_queue import QueueStep
 
 from .conftest import World
 

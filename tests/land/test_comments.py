@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from landbot.core.model import Drop, Evidence, FailedCheck, FixerResult, JobFailure, PrSnapshot
 from landbot.land.comments import (
     _DECIDE,
     _STATUS_NEXT,
@@ -17,7 +18,6 @@ from landbot.land.comments import (
     render_handback,
     render_status,
 )
-from landbot.land.model import Drop, Evidence, FailedCheck, FixerResult, JobFailure, PrSnapshot
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 HEAD = "0123456789abcdef0123456789abcdef01234567"

@@ -9,21 +9,10 @@ from typing import get_args
 
 import pytest
 
-from landbot.intake.reasons import REASONS, normalize
+from landbot.core.model import Drop, Evidence, FixerResult, History, PrSnapshot, TriageClass
+from landbot.core.reasons import REASONS, normalize
 from landbot.land.decide import confirm, decide
-from landbot.land.model import (
-    Drop,
-    Evidence,
-    FixerResult,
-    HandBack,
-    History,
-    Policy,
-    PrSnapshot,
-    Requeue,
-    RunFixer,
-    Status,
-    TriageClass,
-)
+from landbot.land.model import HandBack, Policy, Requeue, RunFixer, Status
 
 HEAD = "a" * 40
 OTHER = "b" * 40

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from landbot.land.model import JobFailure, TriageClass
+from landbot.core.model import JobFailure, TriageClass
 from landbot.triage.combine import (
     NOT_ITS_FAULT,
     PRIORITY,

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from landbot.config import GitHubSettings, Settings, TriageRule
+from landbot.core.model import Drop
 from landbot.errors import LandbotError
 from landbot.github.client import GitHubClient
 from landbot.github.errors import GitHubError, NotFound, RateLimited, ServerError
 from landbot.github.models import CheckRun, Job, QueueEvent, Step, WorkflowRun
-from landbot.land.model import Drop
 from landbot.triage.gather import (
     Gatherer,
     find_group_commit,

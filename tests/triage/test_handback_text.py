@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
+from landbot.core.model import Drop, Evidence, FailedCheck, JobFailure, PrSnapshot
 from landbot.land.comments import render_handback, render_status
-from landbot.land.model import Drop, Evidence, FailedCheck, JobFailure, PrSnapshot
 
 HEAD = "0123456789abcdef0123456789abcdef01234567"
 DROP = Drop(repo="octo/app", pr=42, head_sha=HEAD, reason="failed_checks", source="webhook")

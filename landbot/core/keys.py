@@ -1,0 +1,22 @@
+"""Dedupe keys of the store's jobs, spelled once: a push or a close cancels every job under
+the prefix of the pull request (and head) it no longer concerns."""
+
+from __future__ import annotations
+
+
+def pr_jobs(repo: str, pr: int) -> str:
+    """The prefix of every drop and fix job of one pull request."""
+    return f"drop:{repo}#{pr}@"
+
+
+def head_jobs(repo: str, pr: int, head: str) -> str:
+    """The prefix of every drop and fix job of one pull request at one head."""
+    return f"{pr_jobs(repo, pr)}{head}"
+
+
+def drop_job(repo: str, pr: int, head: str, drop_id: int) -> str:
+    return f"{head_jobs(repo, pr, head)}#{drop_id}"
+
+
+def fix_job(repo: str, pr: int, head: str, drop_id: int) -> str:
+    return f"{head_jobs(repo, pr, head)}#fix{drop_id}"

@@ -1,0 +1,651 @@
+"""Publish a land-fixer job's commits: validate them on the host, push, arm auto-merge.
+
+    result = publish(client, ws, pr, settings)
+    result.pushed_sha     # the PR's new head, or None
+    result.refused        # why nothing was pushed (which rule, which path), or None
+    result.patch          # for a fork that does not allow maintainer edits: the fix as text
+
+Nothing the job left is trusted. Its commits are first copied into the mirror (root-owned,
+hooks off, objects checked with fsck) after a look at the job's `.git` for anything that
+would make git read outside it; every rule then runs against the mirror:
+
+- the new head descends from the PR head the job started at (and, for a conflict, contains
+  the base commit the job merged);
+- no new commit, and not the result as a whole, changes a protected path
+  (`[fixer] protected_paths`, globs where `**` crosses folders); for a conflict, a
+  protected path must end up as a plain merge of the PR and the base would leave it;
+- the change stays under the size caps (`Limits`);
+- `quest check --base <base>` passes on a fresh host-side checkout of the new head when
+  the repository has a `quest/` tree.
+
+Then the new head is pushed to the PR's branch only if that branch is still at the commit
+the job started from (`--force-with-lease=refs/heads/<branch>:<sha>`), with the token in
+the environment of that one git command, and auto-merge is armed for the new head. A fork
+whose author does not allow maintainer edits is not pushed to: the result carries the
+patch for a hand-back instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shlex
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from landbot.errors import LandbotError
+from landbot.git.workspace import (
+    HARDENING,
+    Workspace,
+    WorkspaceError,
+    check_branch_name,
+    file_lock,
+    git_env,
+    has_commit,
+    is_ancestor,
+    job_ref,
+    redact,
+    repo_url,
+    rev_parse,
+    run_git,
+)
+
+if TYPE_CHECKING:
+    from landbot.config import Settings
+    from landbot.github.models import PullState
+
+
+class PublishClient(Protocol):
+    """What publishing needs of `landbot.github.client.GitHubClient`."""
+
+    def git_token(self, repo: str) -> str: ...
+
+    def enable_auto_merge(
+        self,
+        pr_node_id: str,
+        expected_head_oid: str | None,
+        merge_method: str = "MERGE",
+        *,
+        repo: str | None = None,
+    ) -> None: ...
+
+
+class PublishError(LandbotError):
+    """Publishing could not be attempted or finished (git or GitHub failed, not a rule)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps on what a fix may change (a runaway agent, vendored dependencies)."""
+
+    max_files: int = 100
+    max_diff_bytes: int = 512 * 1024
+    max_commits: int = 20
+    max_patch_chars: int = 50_000  # a hand-back comment holds at most 65,536
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    pushed_sha: str | None = None
+    refused: str | None = None
+    patch: str | None = None  # bounded; for a fork without maintainer edits
+    commits: tuple[str, ...] = ()  # the job's new commits, oldest first
+    auto_merge_armed: bool = False
+    auto_merge_error: str | None = None  # pushed, but GitHub refused to arm auto-merge
+
+    def details(self, summary: str = "The fix as a patch") -> str:
+        """The patch as a collapsed `<details>` block for a hand-back comment ('' if none)."""
+        if not self.patch:
+            return ""
+        return details_block(self.patch, summary)
+
+
+# --- pure rules -----------------------------------------------------------------------
+
+
+@lru_cache(maxsize=256)
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A path glob as a regex: `**` any number of folders, `*` and `?` within one name,
+    `[...]` a class; a trailing `/` or `/**` means everything below."""
+    pattern = pattern.strip().lstrip("/")
+    if pattern.endswith("/"):
+        pattern += "**"
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[":
+            end = pattern.find("]", i + 1)
+            if end == -1:
+                out.append(re.escape(c))
+                i += 1
+            else:
+                body = pattern[i + 1 : end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                i = end + 1
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def protected_pattern(path: str, patterns: Iterable[str]) -> str | None:
+    """The first pattern that protects `path`, or None."""
+    for pattern in patterns:
+        if pattern.strip() and glob_regex(pattern).match(path):
+            return pattern
+    return None
+
+
+Entries = Mapping[str, str]  # path -> "mode oid" in one commit
+
+
+def protected_changes(
+    patterns: Sequence[str],
+    head: Entries,
+    new: Entries,
+    base: Entries | None = None,
+    merge_base: Entries | None = None,
+) -> list[tuple[str, str, str]]:
+    """(path, pattern, why) for every protected path the job changed.
+
+    Without `base`, a protected path must be at `new` exactly as at `head`. With `base`
+    (the job merged it), it must be what a plain three-way merge gives when only one side
+    changed it; when both the PR and the base changed it, any result is a person's call.
+    """
+    paths = set(head) | set(new)
+    if base is not None:
+        paths |= set(base) | set(merge_base or {})
+    out: list[tuple[str, str, str]] = []
+    for path in sorted(paths):
+        pattern = protected_pattern(path, patterns)
+        if pattern is None:
+            continue
+        want = head.get(path)
+        if base is not None:
+            h, b, m = head.get(path), base.get(path), (merge_base or {}).get(path)
+            if h == m:
+                want = b
+            elif b in (m, h):
+                want = h
+            else:
+                out.append((path, pattern, "both the pull request and the base change it"))
+                continue
+        if new.get(path) != want:
+            out.append((path, pattern, "the fix changes it"))
+    return out
+
+
+def bound_text(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters at a line end, saying so when cut."""
+    if len(text) <= limit:
+        return text
+    note = f"\n[… cut: {len(text) - limit:,} of {len(text):,} characters not shown]\n"
+    head = text[: max(0, limit - len(note))]
+    cut = head.rfind("\n")
+    return (head[: cut + 1] if cut > 0 else head) + note
+
+
+def details_block(text: str, summary: str) -> str:
+    """`text` in a collapsed block, fenced so nothing in it can close the fence."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return (
+        f"<details><summary>{summary}</summary>\n\n{fence}diff\n"
+        f"{text.rstrip(chr(10))}\n{fence}\n\n</details>"
+    )
+
+
+# --- reading the job's result ---------------------------------------------------------
+
+# Files in a `.git` that make git read objects, config or history from elsewhere.
+_REDIRECTS = (
+    "commondir",
+    "gitdir",
+    "objects/info/alternates",
+    "objects/info/http-alternates",
+    "info/grafts",
+    "shallow",
+)
+
+
+def layout_problem(ws: Workspace) -> str | None:
+    """Why the job's `.git` cannot be read safely, or None."""
+    gitdir = ws.path / ".git"
+    if gitdir.is_symlink() or not gitdir.is_dir():
+        return "the job replaced the work tree's .git folder"
+    for rel in _REDIRECTS:
+        if (gitdir / rel).exists() or (gitdir / rel).is_symlink():
+            return f"the job created .git/{rel}, which would make git read outside the work tree"
+    config = gitdir / "config"
+    try:
+        digest = hashlib.sha256(config.read_bytes()).hexdigest()
+    except OSError:
+        return "the job removed .git/config"
+    if config.is_symlink() or digest != ws.config_sha256:
+        return "the job changed .git/config"
+    return None
+
+
+def import_result(ws: Workspace) -> str | None:
+    """Copy the job's HEAD into the mirror (under a job ref); its sha, or None if the job
+    left no HEAD commit."""
+    gitdir = str(ws.path / ".git")
+    # The local transport runs upload-pack without our command-line config, so the one
+    # exception to git's ownership check (the work tree is the sandbox uid's) and hooks
+    # off go on upload-pack's own command line.
+    upload_pack = " ".join(
+        [
+            "git",
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            shlex.quote(f"safe.directory={gitdir}"),
+            "upload-pack",
+        ]
+    )
+    with file_lock(ws.mirror_lock):
+        done = run_git(
+            [
+                "fetch",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--quiet",
+                f"--upload-pack={upload_pack}",
+                "--end-of-options",
+                gitdir,
+                f"+HEAD:{job_ref(ws)}",
+            ],
+            git_dir=ws.mirror,
+            config=[("transfer.fsckObjects", "true"), ("protocol.file.allow", "always")],
+            check=False,
+        )
+    if done.returncode != 0:
+        message = done.stderr.decode(errors="replace").strip()
+        if "couldn't find remote ref HEAD" in message or "unknown revision" in message:
+            return None  # an unborn HEAD: the job left no commit at all
+        raise PublishError(
+            "cannot copy the job's commits into the mirror: "
+            + (message.splitlines()[-1] if message else f"git exit {done.returncode}")
+        )
+    return rev_parse(ws.mirror, job_ref(ws))
+
+
+def tree_entries(mirror: Path, commit: str, keep: Sequence[str]) -> dict[str, str]:
+    """path -> "mode oid" for the protected paths (`keep` patterns) of `commit`."""
+    out = run_git(["ls-tree", "-r", "-z", "--full-tree", commit], git_dir=mirror).stdout
+    entries: dict[str, str] = {}
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        meta, _, raw = record.partition(b"\t")
+        path = raw.decode("utf-8", "surrogateescape")
+        if protected_pattern(path, keep) is not None:
+            mode, _, oid = meta.decode().split(" ")
+            entries[path] = f"{mode} {oid}"
+    return entries
+
+
+def changed_paths(mirror: Path, old: str, new: str) -> set[str]:
+    out = run_git(
+        ["diff", "--name-only", "-z", "--no-renames", old, new, "--"], git_dir=mirror
+    ).stdout
+    return {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
+
+
+def commit_paths(mirror: Path, commit: str) -> list[str]:
+    """Paths a commit changes: against its parent, or, for a merge, those that match no
+    parent (what the merge's resolution itself wrote)."""
+    out = run_git(
+        ["diff-tree", "-r", "-c", "--root", "--no-commit-id", "--name-only", "-z", commit],
+        git_dir=mirror,
+    ).stdout
+    return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
+
+def diff_bytes(mirror: Path, old: str, new: str, paths: Sequence[str], stop_after: int) -> int:
+    """Size of the binary diff of `paths`, reading no further than `stop_after` bytes."""
+    if not paths:
+        return 0  # (no pathspec would mean every path)
+    argv = ["git"]
+    for key, value in HARDENING:
+        argv += ["-c", f"{key}={value}"]
+    argv += [
+        f"--git-dir={mirror}",
+        "diff",
+        "--binary",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-renames",
+        old,
+        new,
+        "--",
+        *(f":(literal){p}" for p in paths),
+    ]
+    total = 0
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=git_env()
+    ) as proc:
+        assert proc.stdout is not None
+        while chunk := proc.stdout.read(65536):
+            total += len(chunk)
+            if total > stop_after:
+                proc.kill()
+                break
+    return total
+
+
+def make_patch(mirror: Path, head: str, new: str, base: str | None, limit: int) -> str:
+    """The job's commits as `git format-patch` text; a merge commit, which format-patch
+    cannot express, as the resolution of its conflicts (`git show --remerge-diff`)."""
+    exclude = [f"^{head}"] + ([f"^{base}"] if base else [])
+    patch = run_git(
+        ["format-patch", "--stdout", "--no-signature", "--no-renames", new, *exclude],
+        git_dir=mirror,
+    ).stdout.decode("utf-8", "replace")
+    merges = run_git(
+        ["rev-list", "--merges", "--reverse", new, *exclude], git_dir=mirror
+    ).stdout.split()
+    for merge in merges:
+        shown = run_git(
+            [
+                "show",
+                "--remerge-diff",
+                "--no-color",
+                "--format=# merge %H: %s%n# how its conflicts were resolved:",
+                merge.decode(),
+            ],
+            git_dir=mirror,
+        ).stdout.decode("utf-8", "replace")
+        patch += ("\n" if patch else "") + shown
+    return bound_text(patch, limit)
+
+
+# --- the rules, against the mirror ----------------------------------------------------
+
+
+def _short(sha: str) -> str:
+    return sha[:12]
+
+
+def validate(
+    ws: Workspace,
+    new: str,
+    *,
+    protected: Sequence[str],
+    limits: Limits,
+) -> tuple[str | None, tuple[str, ...]]:
+    """(refusal or None, the job's new commits oldest first), all read from the mirror."""
+    mirror, head = ws.mirror, ws.head_sha
+    base = ws.base_sha if ws.conflict else None
+    if new == head:
+        return "the job made no commit: nothing to publish", ()
+    if not is_ancestor(mirror, head, new):
+        return (
+            f"commit {_short(new)} does not descend from the pull request's head "
+            f"{_short(head)}: a fix must build on the pull request, not replace it",
+            (),
+        )
+    if base is not None and not is_ancestor(mirror, base, new):
+        return (
+            f"commit {_short(new)} does not contain the base {ws.base_ref} "
+            f"({_short(base)}): a conflict fix must merge the base",
+            (),
+        )
+    contains_base = is_ancestor(mirror, ws.base_sha, new) and not is_ancestor(
+        mirror, ws.base_sha, head
+    )
+    exclude = [f"^{head}"] + ([f"^{ws.base_sha}"] if contains_base else [])
+    commits = tuple(
+        c.decode()
+        for c in run_git(["rev-list", "--reverse", new, *exclude], git_dir=mirror).stdout.split()
+    )
+    if len(commits) > limits.max_commits:
+        return (
+            f"the fix has {len(commits)} commits, more than the cap of {limits.max_commits}",
+            commits,
+        )
+    for commit in commits:
+        for path in commit_paths(mirror, commit):
+            pattern = protected_pattern(path, protected)
+            if pattern is not None:
+                return (
+                    f"commit {_short(commit)} changes {path}, a protected path "
+                    f"({pattern} in [fixer] protected_paths)",
+                    commits,
+                )
+    entries = {c: tree_entries(mirror, c, protected) for c in {head, new}}
+    base_entries = merge_base_entries = None
+    if contains_base:
+        mb = run_git(["merge-base", head, ws.base_sha], git_dir=mirror).stdout.decode().strip()
+        base_entries = tree_entries(mirror, ws.base_sha, protected)
+        merge_base_entries = tree_entries(mirror, mb, protected) if mb else {}
+    changes = protected_changes(
+        protected, entries[head], entries[new], base_entries, merge_base_entries
+    )
+    if changes:
+        path, pattern, why = changes[0]
+        return (
+            f"{why}: {path} is a protected path ({pattern} in [fixer] protected_paths)",
+            commits,
+        )
+    touched = changed_paths(mirror, head, new)
+    if contains_base:
+        # A path the merge took from the base as it is there is not the fix's change.
+        touched &= changed_paths(mirror, ws.base_sha, new)
+    if len(touched) > limits.max_files:
+        return (
+            f"the fix changes {len(touched)} files, more than the cap of {limits.max_files}",
+            commits,
+        )
+    size = diff_bytes(mirror, head, new, sorted(touched), limits.max_diff_bytes)
+    if size > limits.max_diff_bytes:
+        return (
+            f"the fix's diff is over {limits.max_diff_bytes:,} bytes (the cap): too large "
+            "to publish without a person",
+            commits,
+        )
+    return None, commits
+
+
+def quest_problem(ws: Workspace, new: str, branch: str | None) -> str | None:
+    """`quest check --base <base>` on a fresh checkout of `new`, when there is a quest tree."""
+    mirror = ws.mirror
+    quest = {
+        c: run_git(["ls-tree", "-r", "-z", c, "--", "quest/"], git_dir=mirror).stdout
+        for c in (new, ws.base_sha)
+    }
+    if not any(quest.values()):
+        return None
+    for record in quest[new].split(b"\0"):
+        if record.startswith(b"120000 "):
+            path = record.partition(b"\t")[2].decode("utf-8", "replace")
+            return f"{path} is a symbolic link: the quest tree holds files only"
+    from landbot.quest import check_tree, failing
+
+    check = ws.job_dir / "check"
+    run_git(
+        ["worktree", "add", "--detach", "--quiet", str(check), new],
+        git_dir=mirror,
+        what="checking out the fix for quest check",
+    )
+    try:
+        findings = failing(check_tree(check, base=ws.base_sha, branch=branch))
+    except LandbotError as exc:
+        return f"quest check could not run: {exc}"
+    finally:
+        run_git(["worktree", "remove", "--force", str(check)], git_dir=mirror, check=False)
+    if not findings:
+        return None
+    shown = "; ".join(f.render() for f in findings[:3])
+    more = f" (and {len(findings) - 3} more)" if len(findings) > 3 else ""
+    return f"quest check --base {_short(ws.base_sha)} fails: {shown}{more}"
+
+
+# --- pushing --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PushOutcome:
+    ok: bool
+    rejected: str | None = None  # git's or GitHub's reason for a refused ref update
+    stale: bool = False  # the lease refused: the branch is not where the job started
+
+
+def parse_porcelain(text: str) -> PushOutcome:
+    """`git push --porcelain`: one line per ref, flag first (`!` rejected)."""
+    for line in text.splitlines():
+        if not line or line[0] not in " +-*=!" or "\t" not in line:
+            continue
+        flag, _, rest = line.partition("\t")
+        if flag == "!":
+            reason = rest.partition("\t")[2].strip()
+            return PushOutcome(False, rejected=reason, stale="stale info" in reason)
+    return PushOutcome(True)
+
+
+def push_with_lease(
+    mirror: Path, url: str, new: str, branch: str, expected: str, token: str | None
+) -> PushOutcome:
+    done = run_git(
+        [
+            "push",
+            "--porcelain",
+            "--no-verify",
+            f"--force-with-lease=refs/heads/{branch}:{expected}",
+            "--end-of-options",
+            url,
+            f"{new}:refs/heads/{branch}",
+        ],
+        git_dir=mirror,
+        token=token,
+        check=False,
+    )
+    outcome = parse_porcelain(done.stdout.decode(errors="replace"))
+    if done.returncode != 0 and outcome.ok:
+        message = redact(done.stderr.decode(errors="replace").strip(), token)
+        raise PublishError(
+            f"git push to {branch} failed: {message.splitlines()[-1] if message else 'no reason'}"
+        )
+    return outcome
+
+
+# --- the whole step -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PublishOptions:
+    """Settings publishing reads, separable from `Settings` for callers without one."""
+
+    git_url: str
+    protected_paths: tuple[str, ...] = (".github/workflows/**",)
+    limits: Limits = field(default_factory=Limits)
+    merge_method: str = "MERGE"
+
+    @classmethod
+    def from_settings(cls, settings: Settings, limits: Limits | None = None) -> PublishOptions:
+        return cls(
+            git_url=settings.github.git_url,
+            protected_paths=tuple(settings.fixer.protected_paths),
+            limits=limits or Limits(),
+        )
+
+
+def publish(
+    client: PublishClient,
+    ws: Workspace,
+    pr: PullState,
+    settings: Settings | PublishOptions,
+) -> PublishResult:
+    """Validate the job's commits in `ws` and push them to `pr`'s branch (see the module
+    docstring). A rule that refuses comes back in `refused`; git or GitHub failing to
+    answer raises PublishError."""
+    options = (
+        settings if isinstance(settings, PublishOptions) else PublishOptions.from_settings(settings)
+    )
+    if pr.repo.lower() != ws.repo.lower() or pr.number != ws.number:
+        raise PublishError(f"{pr.repo}#{pr.number} is not the pull request of job {ws.name}")
+    problem = layout_problem(ws)
+    if problem is not None:
+        return PublishResult(refused=problem)
+    if pr.head_oid != ws.head_sha:
+        return PublishResult(
+            refused=f"the pull request's head moved during the job (now {_short(pr.head_oid)}, "
+            f"the job started at {_short(ws.head_sha)}): nothing pushed"
+        )
+    try:
+        new = import_result(ws)
+        if new is None or not has_commit(ws.mirror, new):
+            return PublishResult(refused="the job's work tree has no commit at HEAD")
+        refused, commits = validate(
+            ws, new, protected=options.protected_paths, limits=options.limits
+        )
+        if refused is None:
+            refused = quest_problem(ws, new, pr.head_ref)
+        if refused is not None:
+            return PublishResult(refused=refused, commits=commits)
+        if pr.is_fork and not pr.maintainer_can_modify:
+            base = ws.base_sha if is_ancestor(ws.mirror, ws.base_sha, new) else None
+            patch = make_patch(ws.mirror, ws.head_sha, new, base, options.limits.max_patch_chars)
+            return PublishResult(
+                refused=f"the author of {pr.repo}#{pr.number} does not allow edits from "
+                "maintainers on their fork: the fix is attached as a patch",
+                patch=patch,
+                commits=commits,
+            )
+        if pr.head_repo is None:
+            return PublishResult(
+                refused="the pull request's head repository was deleted: nothing to push to",
+                commits=commits,
+            )
+        check_branch_name(pr.head_ref)
+        token = client.git_token(ws.repo)
+        with file_lock(ws.mirror_lock):
+            outcome = push_with_lease(
+                ws.mirror,
+                repo_url(options.git_url, pr.head_repo),
+                new,
+                pr.head_ref,
+                ws.head_sha,
+                token,
+            )
+        if outcome.stale:
+            return PublishResult(
+                refused=f"the branch {pr.head_ref} moved during the job (it is no longer at "
+                f"{_short(ws.head_sha)}): nothing pushed",
+                commits=commits,
+            )
+        if not outcome.ok:
+            return PublishResult(
+                refused=f"the push to {pr.head_ref} was rejected: {outcome.rejected}",
+                commits=commits,
+            )
+        try:
+            client.enable_auto_merge(pr.node_id, new, options.merge_method, repo=ws.repo)
+        except LandbotError as exc:
+            return PublishResult(pushed_sha=new, commits=commits, auto_merge_error=str(exc))
+        return PublishResult(pushed_sha=new, commits=commits, auto_merge_armed=True)
+    except WorkspaceError as exc:
+        raise PublishError(str(exc)) from None
+    finally:
+        with file_lock(ws.mirror_lock):
+            run_git(["update-ref", "-d", job_ref(ws)], git_dir=ws.mirror, check=False)

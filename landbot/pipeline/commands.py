@@ -1,0 +1,55 @@
+"""Retry: `/landbot retry` in a pull request comment, and `landbot retry PR` for an operator.
+
+A retry records a new drop for the PR's current head (with the reason of its latest recorded
+removal at that head, or `manual` when there is none), resets that head's budgets, and runs
+the land loop on it at once. A comment command is honoured only from users with write,
+maintain or admin permission; the bot reacts 👀 when it accepts and 👎 when it refuses.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from landbot.land.model import Decision
+from landbot.pipeline.process import Lander
+from landbot.store import Store, utcnow
+
+WRITERS = {"admin", "maintain", "write"}
+
+
+def retry(
+    lander: Lander, store: Store, repo: str, pr: int, *, source: str, key: str | None = None
+) -> Decision:
+    """`key` names the request (a comment's id): the same request retried after a failure
+    resumes its drop instead of starting another one (and another hand-back)."""
+    lander.progress(f"reading {repo}#{pr}")
+    state = lander.gh.pull_request(repo, pr)
+    last = next((d for d in store.drops(repo) if d.pr == pr and d.head_sha == state.head_oid), None)
+    drop_id, created = store.add_drop(
+        repo=repo,
+        pr=pr,
+        head_sha=state.head_oid,
+        reason=last.reason if last is not None else "manual",
+        raw_reason=last.raw_reason if last is not None else "manual",
+        source=source,
+        dedupe_key=f"{source}:{repo}#{pr}:{key or uuid.uuid4()}",
+        observed_at=utcnow(),
+    )
+    if created:
+        store.reset_budget(repo, pr, state.head_oid)
+    return lander.process(drop_id)
+
+
+def run_comment_command(lander: Lander, store: Store, payload: dict[str, Any]) -> str:
+    repo, pr, user = payload["repo"], int(payload["pr"]), payload.get("user") or ""
+    comment_id = payload.get("comment_id")
+    permission = lander.gh.collaborator_permission(repo, user) if user else "none"
+    if permission not in WRITERS:
+        if comment_id:
+            lander.gh.add_reaction(repo, int(comment_id), "-1")
+        return f"refused /landbot retry from {user} ({permission})"
+    if comment_id:
+        lander.gh.add_reaction(repo, int(comment_id), "eyes")
+    decision = retry(lander, store, repo, pr, source="command", key=f"comment-{comment_id}")
+    return f"/landbot retry from {user}: {decision.outcome}"

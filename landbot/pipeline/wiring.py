@@ -1,0 +1,143 @@
+"""Wiring shared by the commands: settings → store, GitHub client, land loop, worker."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from landbot.config import Settings
+from landbot.errors import LandbotError
+
+if TYPE_CHECKING:
+    from landbot.core.model import Drop, Evidence, FixerResult
+    from landbot.github.client import GitHubClient
+    from landbot.pipeline.process import Lander
+    from landbot.pipeline.worker import FixRunner, Worker
+    from landbot.store import Store
+
+
+def open_store(settings: Settings) -> Store:
+    from landbot.store import Store
+
+    try:
+        return Store.open(settings.database_url)
+    except LandbotError:
+        raise
+    except Exception as exc:  # cannot connect, cannot migrate
+        raise LandbotError(
+            f"cannot open the store at LANDBOT_DATABASE_URL ({exc.__class__.__name__}: "
+            f"{str(exc).splitlines()[0][:200]}); check the URL and that the database is up"
+        ) from None
+
+
+def make_github(settings: Settings) -> GitHubClient:
+    gh = settings.github
+    if gh.token is None and (gh.app_id is None or gh.private_key_file is None):
+        raise LandbotError(
+            "no GitHub credentials: set LANDBOT_GITHUB__TOKEN, or LANDBOT_GITHUB__APP_ID and "
+            "LANDBOT_GITHUB__PRIVATE_KEY_FILE"
+        )
+    if gh.token is None and gh.private_key_file is not None and not gh.private_key_file.is_file():
+        raise LandbotError(
+            f"setting LANDBOT_GITHUB__PRIVATE_KEY_FILE names {gh.private_key_file}, which does "
+            "not exist; point it at the App's private key (PEM)"
+        )
+    from landbot.github.client import GitHubClient
+
+    return GitHubClient(gh)
+
+
+def make_lander(
+    settings: Settings, store: Store, *, progress: Callable[[str], None] | None = None
+) -> Lander:
+    from landbot.pipeline.process import Lander
+    from landbot.pipeline.worker import failpoint_from_env
+
+    return Lander(
+        settings,
+        store,
+        make_github(settings),
+        progress=progress,
+        failpoint=failpoint_from_env(),
+        fixer_enabled=settings.fixer.enabled,
+    )
+
+
+def make_fixer(settings: Settings, lander: Callable[[], Lander]) -> FixRunner:
+    """The land-fixer job as the worker runs it: host-side workspace, sandboxed agent,
+    host-side publishing, with the lander's GitHub client."""
+    from landbot.fixer.job import JobLimits, run_fix_job
+    from landbot.git.workspace import Workspaces
+
+    # Made on first use: a worker may never see a fix job.
+    workspaces = functools.cache(
+        lambda: Workspaces.from_settings(settings, settings.fixer.state_dir)
+    )
+
+    def run(drop: Drop, evidence: Evidence) -> FixerResult:
+        limits = JobLimits(timeout=settings.fixer.timeout, memory_mb=settings.fixer.memory_mb)
+        return run_fix_job(
+            settings,
+            lander().gh,  # type: ignore[arg-type]  # the real client meets FixClient
+            workspaces(),
+            drop,
+            evidence,
+            limits=limits,
+            model=settings.fixer.model,
+        )
+
+    return run
+
+
+def make_worker(settings: Settings, store: Store) -> Worker:
+    import datetime as dt
+
+    from landbot.pipeline.worker import Worker
+
+    lander = functools.cache(lambda: make_lander(settings, store))
+
+    return Worker(
+        store,
+        lander,
+        fixer=make_fixer(settings, lander),
+        fixer_concurrency=settings.fixer.concurrency,
+        lease=dt.timedelta(seconds=settings.worker.lease_seconds),
+        idle_sleep=settings.worker.idle_sleep,
+    )
+
+
+def resolve_repo(settings: Settings, repo: str | None) -> str:
+    if repo:
+        return repo
+    if len(settings.repos) == 1:
+        return settings.repos[0]
+    raise LandbotError("which repository? pass --repo OWNER/NAME (or set one in LANDBOT_REPOS)")
+
+
+def status_rows(store: Store, repo: str | None) -> list[dict[str, Any]]:
+    rows = []
+    for d in store.drops(repo):
+        m = d._mapping
+        rows.append(
+            {
+                "id": m["id"],
+                "repo": m["repo"],
+                "pr": m["pr"],
+                "head_sha": m["head_sha"],
+                "reason": m["reason"],
+                "raw_reason": m["raw_reason"],
+                "source": m["source"],
+                "class": m["class"],
+                "outcome": m["outcome"],
+                "summary": m["summary"],
+                "observed_at": m["observed_at"].isoformat() if m["observed_at"] else None,
+                "updated_at": m["updated_at"].isoformat() if m["updated_at"] else None,
+            }
+        )
+    return rows
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=False)

@@ -1,0 +1,331 @@
+"""The fake GitHub over HTTP: a Starlette app, and uvicorn in a background thread.
+
+    with FakeGitHubServer(gh) as server:
+        server.url            # http://127.0.0.1:<free port>, REST root; GraphQL at /graphql
+        server.requests       # RequestLog: counts per "METHOD /template"
+        server.faults         # Faults: make the next N requests to a route fail
+
+Every request is counted, may meet an injected fault, then is authenticated (401 without a
+valid credential), then answered from the model after `gh.sync()` noticed any git pushes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from landbot.sim.auth import AuthError, authenticate
+from landbot.sim.faults import Fault, Faults, RecordedRequest, RequestLog
+from landbot.sim.graphql_api import operation_name
+from landbot.sim.model import FakeGitHub, FakeGitHubError
+from landbot.sim.payloads import Urls
+from landbot.sim.rest import ROUTES, BadRequest, Call, RouteSpec, error
+from landbot.sim.state import App
+
+
+class RateCounter:
+    """x-ratelimit-* headers per credential and resource (informational: never enforced)."""
+
+    LIMIT = 5000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._used: dict[tuple[str, str], int] = {}
+
+    def headers(self, credential: str | None, resource: str) -> dict[str, str]:
+        window = int(time.time()) // 3600
+        key = (f"{credential}:{window}", resource)
+        with self._lock:
+            used = self._used.get(key, 0) + 1
+            self._used[key] = used
+        return {
+            "x-ratelimit-limit": str(self.LIMIT),
+            "x-ratelimit-remaining": str(max(0, self.LIMIT - used)),
+            "x-ratelimit-used": str(used),
+            "x-ratelimit-reset": str((window + 1) * 3600),
+            "x-ratelimit-resource": resource,
+        }
+
+
+def _fault_response(fault: Fault) -> Response:
+    return JSONResponse(fault.body, status_code=fault.status, headers=fault.headers)
+
+
+class ModelRef:
+    """The model a server answers from; `FakeGitHubServer.use` swaps it between tests."""
+
+    def __init__(self, gh: FakeGitHub) -> None:
+        self.gh = gh
+
+
+def create_app(
+    gh: FakeGitHub | ModelRef,
+    *,
+    requests: RequestLog | None = None,
+    faults: Faults | None = None,
+    extra_routes: list[Route] | None = None,
+    blob_url: str | None = None,
+) -> Starlette:
+    ref = gh if isinstance(gh, ModelRef) else ModelRef(gh)
+    requests = requests if requests is not None else RequestLog()
+    faults = faults if faults is not None else Faults()
+    blob_secret = secrets.token_bytes(32)
+    rates = RateCounter()
+
+    def endpoint(spec: RouteSpec) -> Callable[[Request], Awaitable[Response]]:
+        async def handle(request: Request) -> Response:
+            body = await request.body()
+            operation = None
+            if spec.template == "/graphql":
+                try:
+                    operation = operation_name(json.loads(body or b"null"))
+                except ValueError:
+                    operation = None
+            response = _answer(spec, request, body, operation)
+            response.headers.setdefault("x-github-request-id", uuid.uuid4().hex[:20].upper())
+            version = request.headers.get("x-github-api-version", "2022-11-28")
+            response.headers.setdefault("x-github-api-version-selected", version)
+            requests.record(
+                RecordedRequest(
+                    method=spec.method,
+                    path=request.url.path,
+                    route=spec.key,
+                    status=response.status_code,
+                    operation=operation,
+                    authorized="authorization" in request.headers,
+                )
+            )
+            return response
+
+        return handle
+
+    def _answer(spec: RouteSpec, request: Request, body: bytes, operation: str | None) -> Response:
+        fault = faults.take(spec.key, operation)
+        if fault is not None and not fault.take_effect:
+            return _fault_response(fault)
+        gh = ref.gh
+        try:
+            gh.sync()
+            caller = None
+            if spec.auth != "none":
+                caller = authenticate(gh, request.headers, jwt_route=spec.auth == "jwt")
+            call = Call(
+                gh=gh,
+                caller=caller,
+                params={k: str(v) for k, v in request.path_params.items()},
+                query=request.query_params,
+                headers=request.headers,
+                body=body,
+                url=request.url,
+                blob_secret=blob_secret,
+                blob_url=blob_url,
+            )
+            # Handlers read the model's dicts: hold its lock against a test thread's writes.
+            with gh.lock:
+                response = spec.handler(call)
+            if spec.auth != "none":
+                credential = request.headers.get("authorization")
+                for key, value in rates.headers(credential, spec.resource).items():
+                    response.headers.setdefault(key, value)
+        except AuthError as exc:
+            response = error(401, exc.message)
+        except FakeGitHubError as exc:
+            response = error(exc.status, exc.message)
+        except BadRequest as exc:
+            response = error(exc.status, exc.message)
+        if fault is not None:
+            # The change happened, yet the caller sees a failure (a 5xx after the fact).
+            return _fault_response(fault)
+        return response
+
+    async def not_found(request: Request) -> Response:
+        requests.record(
+            RecordedRequest(
+                method=request.method,
+                path=request.url.path,
+                route=f"{request.method} {request.url.path}",
+                status=404,
+                authorized="authorization" in request.headers,
+            )
+        )
+        return error(404, "Not Found")
+
+    routes: list[Any] = [
+        Route(spec.starlette_path, endpoint(spec), methods=[spec.method]) for spec in ROUTES
+    ]
+    routes.extend(extra_routes or [])
+    app = Starlette(routes=routes)
+    app.add_exception_handler(404, _wrap_404(not_found))
+    app.add_exception_handler(405, _wrap_404(not_found))
+    app.state.requests = requests
+    app.state.faults = faults
+    app.state.model = ref
+    return app
+
+
+def _wrap_404(handler: Callable[[Request], Awaitable[Response]]) -> Any:
+    async def on_error(request: Request, exc: Exception) -> Response:
+        return await handler(request)
+
+    return on_error
+
+
+def free_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Accepted connections inherit it: without it a keep-alive response written in two
+    # parts waits ~40 ms for the client's delayed ACK.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind((host, port))
+    return sock
+
+
+class BackgroundServer:
+    """Any ASGI app served by uvicorn from a daemon thread on already-bound sockets."""
+
+    def __init__(self, app: Any, sockets: list[socket.socket]) -> None:
+        self.app = app
+        self.sockets = sockets
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self.sockets[0].getsockname()[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> BackgroundServer:
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off")
+        server = uvicorn.Server(config)
+        self._server = server
+        self._thread = threading.Thread(
+            target=lambda: asyncio.run(server.serve(sockets=self.sockets)),
+            name=f"uvicorn-{self.url}",
+            daemon=True,
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the server at {self.url} did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        for sock in self.sockets:
+            sock.close()
+
+    def __enter__(self) -> BackgroundServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class FakeGitHubServer:
+    """Serve `gh` on 127.0.0.1 (a free port unless given) from a background thread."""
+
+    def __init__(
+        self,
+        gh: FakeGitHub,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        control: bool = False,
+        extra_routes: list[Route] | None = None,
+    ) -> None:
+        """`control=True` adds the /_fake/... routes that drive the model over HTTP."""
+        self._ref = ModelRef(gh)
+        self.requests = RequestLog()
+        self.faults = Faults()
+        self._sock = free_socket(host, port)
+        self.host, self.port = self._sock.getsockname()[:2]
+        self.url = f"http://{self.host}:{self.port}"
+        # Log downloads redirect to another origin, like GitHub's to its storage host.
+        self._blob_sock = free_socket(host, 0)
+        self.blob_url = f"http://{host}:{self._blob_sock.getsockname()[1]}"
+        routes = list(extra_routes or [])
+        if control:
+            from landbot.sim.control import control_routes
+
+            routes += control_routes(gh, self.requests, self.faults)
+        self.app = create_app(
+            self._ref,
+            requests=self.requests,
+            faults=self.faults,
+            extra_routes=routes,
+            blob_url=self.blob_url,
+        )
+        self._background = BackgroundServer(self.app, [self._sock, self._blob_sock])
+
+    @property
+    def gh(self) -> FakeGitHub:
+        return self._ref.gh
+
+    def use(self, gh: FakeGitHub) -> FakeGitHub:
+        """Answer from another model from now on, with counts and faults cleared.
+
+        Lets a test suite start one server and give each test a fresh model.
+        """
+        self._ref.gh = gh
+        self.requests.reset()
+        self.faults.clear()
+        gh.urls = Urls(api=self.url, web=gh.urls.web)
+        return gh
+
+    def settings_env(
+        self, *, token: str | None = None, app: App | None = None, key_file: Path | None = None
+    ) -> dict[str, str]:
+        """LANDBOT_GITHUB__* for a landbot process using this server.
+
+        Auth is a personal `token`, or an `app` whose private key is written to `key_file`.
+        """
+        env = {
+            "LANDBOT_GITHUB__API_URL": self.url,
+            "LANDBOT_GITHUB__GIT_URL": self.gh.git_url,
+        }
+        if self.gh.webhooks.secret:
+            env["LANDBOT_GITHUB__WEBHOOK_SECRET"] = self.gh.webhooks.secret
+        if token is not None:
+            env["LANDBOT_GITHUB__TOKEN"] = token
+        if app is not None:
+            if key_file is None:
+                raise ValueError("settings_env(app=...) needs key_file= to write the key to")
+            app.write_private_key(key_file)
+            env["LANDBOT_GITHUB__APP_ID"] = str(app.id)
+            env["LANDBOT_GITHUB__PRIVATE_KEY_FILE"] = str(key_file)
+        return env
+
+    def start(self) -> FakeGitHubServer:
+        # Payload URLs (url, html_url of API objects) point at this server from now on.
+        self.gh.urls = Urls(api=self.url, web=self.gh.urls.web)
+        self._background.start()
+        return self
+
+    def stop(self) -> None:
+        self._background.stop()
+        self.gh.webhooks.close()
+
+    def __enter__(self) -> FakeGitHubServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,602 @@
+"""Publishing a fix: the host-side rules, the leased push, auto-merge, the fork hand-back.
+
+Real git: the simulated GitHub's bare repositories are the remotes (file:// URLs), the job's
+work tree comes from `Workspaces`, and the "agent" commits in it as the sandbox uid. GitHub
+itself is the simulated one, over HTTP, driven through the real `GitHubClient`.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+
+from landbot.config import GitHubSettings, Settings
+from landbot.git.workspace import Workspace, Workspaces, mounts_under
+from landbot.github.client import GitHubClient
+from landbot.github.models import PullState
+from landbot.land.publish import (
+    Limits,
+    PublishOptions,
+    PublishResult,
+    bound_text,
+    details_block,
+    glob_regex,
+    protected_changes,
+    publish,
+)
+from landbot.sim import CheckScenario, FakeGitHub, FakeGitHubServer
+from landbot.sim.state import PullRequest, Repository
+
+UID = GID = 65534
+QUEST_ROOT = "# Widgets\n"
+QUEST_SHIP = "# [S] Ship it\n\n## Required\n\n- [Design](design.md)\n"
+QUEST_DESIGN = "# [M] Design\n"
+FILES: dict[str, str | bytes | None] = {
+    "README.md": "# widgets\n",
+    "app.py": "ANSWER = 41\n",
+    ".github/workflows/ci.yml": "on: [pull_request, merge_group]\njobs: {}\n",
+}
+
+
+@pytest.fixture(autouse=True)
+def _isolated_git(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+
+@dataclass
+class World:
+    root: Path
+    gh: FakeGitHub
+    server: FakeGitHubServer
+    client: GitHubClient
+    token: str
+    workspaces: Workspaces
+    options: PublishOptions
+
+    def repo(
+        self, name: str = "acme/widgets", files: Mapping[str, str | bytes | None] = FILES
+    ) -> Repository:
+        repo = self.gh.create_repo(name, files=dict(files))
+        self.gh.add_collaborator(repo, "maintainer", "write")
+        return repo
+
+    def state(self, repo: Repository, pr: PullRequest) -> PullState:
+        return self.client.pull_request(repo.full_name, pr.number)
+
+    def job(
+        self, repo: Repository, pr: PullRequest, *, merge: bool = False
+    ) -> AbstractContextManager[Workspace]:
+        return self.workspaces.job(
+            repo.full_name,
+            pr.number,
+            pr.head_sha,
+            pr.base_ref,
+            head_ref=pr.head_ref,
+            merge=merge,
+            token=self.token,
+        )
+
+    def branch(self, repo: Repository, branch: str) -> str | None:
+        return self.gh.branch_sha(repo, branch)
+
+
+@pytest.fixture
+def world() -> Iterator[World]:
+    root = Path(tempfile.mkdtemp(prefix="landbot-pub-", dir="/tmp"))
+    os.chmod(root, 0o755)
+    gh = FakeGitHub(root / "github")
+    token = gh.create_token("maintainer")
+    try:
+        with FakeGitHubServer(gh) as server:
+            settings = GitHubSettings(api_url=server.url, token=token, git_url=gh.git_url)
+            with GitHubClient(settings, mutation_gap=0) as client:
+                yield World(
+                    root=root,
+                    gh=gh,
+                    server=server,
+                    client=client,
+                    token=token,
+                    workspaces=Workspaces(root / "state", git_url=gh.git_url, uid=UID, gid=GID),
+                    options=PublishOptions.from_settings(Settings(github=settings)),
+                )
+    finally:
+        for point in mounts_under(root):  # a test that failed inside a job
+            subprocess.run(["umount", "-l", str(point)], capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def pending_checks(world: World, repo: Repository) -> None:
+    """Checks that never finish: an armed auto-merge stays armed (and visible) for the test."""
+    world.gh.set_checks(repo, CheckScenario.pending())
+
+
+def as_agent(ws: Workspace, *argv: str) -> subprocess.CompletedProcess[str]:
+    """A command in the work tree as the sandbox uid (the agent's view, unconfined)."""
+    done = subprocess.run(
+        ["setpriv", f"--reuid={UID}", f"--regid={GID}", "--clear-groups", "--", *argv],
+        cwd=ws.path,
+        env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "GIT_CONFIG_NOSYSTEM": "1"},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def agent_commit(ws: Workspace, files: Mapping[str, str | None], message: str = "Fix") -> str:
+    for rel, content in files.items():
+        target = ws.path / rel
+        if content is None:
+            target.unlink()
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content)
+        for p in [target, *target.parents]:
+            if p == ws.path:
+                break
+            os.chown(p, UID, GID)
+    as_agent(ws, "git", "add", "-A")
+    as_agent(ws, "git", "commit", "-q", "-m", message)
+    return as_agent(ws, "git", "rev-parse", "HEAD").stdout.strip()
+
+
+def only_refusal(result: PublishResult, *needles: str) -> None:
+    assert result.pushed_sha is None and result.refused is not None, result
+    for needle in needles:
+        assert needle in result.refused, result.refused
+
+
+# --- the pure rules -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "matches"),
+    [
+        (".github/workflows/**", ".github/workflows/ci.yml", True),
+        (".github/workflows/**", ".github/workflows/sub/x.yml", True),
+        (".github/workflows/**", ".github/workflowsX/ci.yml", False),
+        (".github/workflows/**", "src/.github/workflows/ci.yml", False),
+        (".github/workflows/", ".github/workflows/ci.yml", True),
+        ("*.lock", "poetry.lock", True),
+        ("*.lock", "sub/poetry.lock", False),
+        ("**/*.lock", "sub/poetry.lock", True),
+        ("**/*.lock", "poetry.lock", True),
+        ("CODEOWNERS", "CODEOWNERS", True),
+        ("CODEOWNERS", "docs/CODEOWNERS", False),
+        ("src/?.py", "src/a.py", True),
+        ("src/?.py", "src/ab.py", False),
+        ("src/[ab].py", "src/b.py", True),
+        ("src/[!ab].py", "src/b.py", False),
+        ("a+b(c).txt", "a+b(c).txt", True),
+    ],
+)
+def test_protected_globs(pattern: str, path: str, matches: bool) -> None:
+    assert bool(glob_regex(pattern).match(path)) is matches
+
+
+W = ".github/workflows/ci.yml"
+P = (".github/workflows/**",)
+
+
+def test_protected_changes_without_a_merge() -> None:
+    head = {W: "100644 a"}
+    assert protected_changes(P, head, {W: "100644 a"}) == []
+    assert protected_changes(P, head, {W: "100644 b"}) == [(W, P[0], "the fix changes it")]
+    assert protected_changes(P, head, {W: "100755 a"}) == [(W, P[0], "the fix changes it")]
+    assert protected_changes(P, head, {}) == [(W, P[0], "the fix changes it")]  # deleted
+    added = ".github/workflows/new.yml"
+    assert protected_changes(P, head, {W: "100644 a", added: "100644 x"})[0][0] == added
+    assert protected_changes(P, {"app.py": "1"}, {"app.py": "2"}) == []
+
+
+@pytest.mark.parametrize(
+    ("mb", "head", "base", "new", "why"),
+    [
+        ("a", "a", "b", "b", None),  # only the base changed it: the base's version
+        ("a", "a", "b", "a", "the fix changes it"),  # ...dropping the base's change is not
+        ("a", "b", "a", "b", None),  # only the PR changed it: the PR's version
+        ("a", "b", "a", "a", "the fix changes it"),
+        ("a", "b", "b", "b", None),  # both the same way
+        ("a", "b", "c", "b", "both the pull request and the base change it"),
+        ("a", "b", "c", "c", "both the pull request and the base change it"),
+        ("a", "a", "a", "z", "the fix changes it"),
+        (None, None, "b", "b", None),  # the base added it
+        (None, None, "b", None, "the fix changes it"),
+    ],
+)
+def test_protected_changes_with_the_base_merged(
+    mb: str | None, head: str | None, base: str | None, new: str | None, why: str | None
+) -> None:
+    def entries(oid: str | None) -> dict[str, str]:
+        return {} if oid is None else {W: f"100644 {oid}"}
+
+    got = protected_changes(P, entries(head), entries(new), entries(base), entries(mb))
+    assert got == ([] if why is None else [(W, P[0], why)])
+
+
+def test_bounded_patch_and_details_block() -> None:
+    text = "".join(f"line {i}\n" for i in range(1000))
+    cut = bound_text(text, 500)
+    assert len(cut) <= 500 and cut.startswith("line 0\n") and "characters not shown" in cut
+    assert bound_text("short\n", 500) == "short\n"
+    block = details_block("``` not a fence\n</details> neither\n", "The fix")
+    assert block.startswith("<details><summary>The fix</summary>")
+    assert "\n````diff\n" in block and block.endswith("\n````\n\n</details>")
+
+
+# --- publishing -----------------------------------------------------------------------
+
+
+def test_a_good_fix_is_pushed_and_auto_merge_armed(world: World) -> None:
+    repo = world.repo()
+    pending_checks(world, repo)
+    pr = world.gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
+    with world.job(repo, pr) as ws:
+        new = agent_commit(ws, {"app.py": "ANSWER = 42  # fixed\n"})
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    assert result.refused is None, result.refused
+    assert result.pushed_sha == new and result.commits == (new,)
+    assert result.auto_merge_armed and result.auto_merge_error is None
+    assert world.branch(repo, "feat") == new  # the remote branch moved to the fix
+    after = world.gh.pull(repo, pr.number)
+    assert after.head_sha == new and after.auto_merge is not None
+    assert world.server.requests.count(operation="EnablePullRequestAutoMerge") == 1
+    # The job ref used while publishing is gone from the mirror.
+    refs = subprocess.run(
+        ["git", f"--git-dir={ws.mirror}", "for-each-ref", "refs/landbot/"],
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert refs == ""
+
+
+def test_a_fix_touching_a_workflow_is_refused_and_the_same_fix_elsewhere_is_pushed(
+    world: World,
+) -> None:
+    repo = world.repo()
+    pending_checks(world, repo)
+    pr = world.gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
+    change = "on: [pull_request, merge_group]\njobs: {steal: {runs-on: x}}\n"
+    with world.job(repo, pr) as ws:
+        agent_commit(ws, {".github/workflows/ci.yml": change})
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    only_refusal(result, ".github/workflows/ci.yml", "protected path", ".github/workflows/**")
+    assert world.branch(repo, "feat") == pr.head_sha
+    assert world.gh.pull(repo, pr.number).auto_merge is None
+
+    # A commit that changes the workflow and a later one that puts it back: still refused.
+    with world.job(repo, pr) as ws:
+        agent_commit(ws, {".github/workflows/ci.yml": change})
+        agent_commit(ws, {".github/workflows/ci.yml": FILES[".github/workflows/ci.yml"]})  # type: ignore[dict-item]
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    only_refusal(result, "changes .github/workflows/ci.yml")
+
+    # The control: the same change in an unprotected path is pushed.
+    with world.job(repo, pr) as ws:
+        new = agent_commit(ws, {"ci/ci.yml": change})
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    assert result.pushed_sha == new and world.branch(repo, "feat") == new
+
+
+def test_a_commit_that_does_not_descend_from_the_head_is_refused(world: World) -> None:
+    repo = world.repo()
+    pr = world.gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
+    with world.job(repo, pr) as ws:
+        as_agent(ws, "git", "reset", "-q", "--hard", "origin/main")
+        agent_commit(ws, {"app.py": "ANSWER = 42\n"}, "Rewrite the PR")
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    only_refusal(result, "does not descend from the pull request's head", pr.head_sha[:12])
+    assert world.branch(repo, "feat") == pr.head_sha
+
+
+def test_a_job_without_a_commit_publishes_nothing(world: World) -> None:
+    repo = world.repo()
+    pr = world.gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
+    with world.job(repo, pr) as ws:
+        (ws.path / "app.py").write_text("uncommitted\n")
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    only_refusal(result, "made no commit")
+
+
+def test_a_head_that_moved_during_the_job_is_not_overwritten(world: World) -> None:
+    repo = world.repo()
+    pending_checks(world, repo)
+    pr = world.gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
+    before = world.state(repo, pr)  # read before the job, as the job runner does
+    with world.job(repo, pr) as ws:
+        fix = agent_commit(ws, {"app.py": "ANSWER = 42  # fixed\n"})
+        author = world.gh.push(repo, "feat", {"README.md": "# the author pushed\n"})
+        # The PR state is stale, so only the lease stands between the fix and the push.
+        result = publish(world.client, ws, before, world.options)
+        only_refusal(result, "moved during the job", "feat")
+        assert world.branch(repo, "feat") == author
+        # With a fresh read the move is seen before any push.
+        fresh = publish(world.client, ws, world.state(repo, pr), world.options)
+        only_refusal(fresh, "head moved during the job")
+    assert world.branch(repo, "feat") == author
+    assert fix != author and world.gh.pull(repo, pr.number).auto_merge is None
+    # The control is test_a_good_fix_is_pushed_and_auto_merge_armed: same flow, no move.
+
+
+def test_a_quest_check_failure_is_refused(world: World) -> None:
+    files = {
+        **FILES,
+        "quest/README.md": QUEST_ROOT,
+        "quest/ship.md": QUEST_SHIP,
+        "quest/design.md": QUEST_DESIGN,
+    }
+    repo = world.repo(files=files)
+    pending_checks(world, repo)
+    pr = world.gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
+    with world.job(repo, pr) as ws:
+        # Finishing a quest but leaving the link to it: a quest rule breaks.
+        agent_commit(ws, {"quest/design.md": None})
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    only_refusal(result, "quest check", "quest/ship.md", "required quest design.md does not exist")
+    assert world.branch(repo, "feat") == pr.head_sha
+    assert not list(ws.mirror.glob("worktrees/*"))  # the check's checkout is gone
+
+    # The control: in the same repository, a fix that keeps the quest tree right is pushed.
+    with world.job(repo, pr) as ws:
+        new = agent_commit(ws, {"app.py": "ANSWER = 42  # fixed\n"})
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    assert result.pushed_sha == new, result.refused
+
+
+def test_a_fork_without_maintainer_edits_gets_a_patch(world: World) -> None:
+    repo = world.repo()
+    pr = world.gh.open_pull_request(
+        repo,
+        head="feat",
+        files={"app.py": "ANSWER = 42\n"},
+        fork="stranger",
+        author="stranger",
+        maintainer_can_modify=False,
+    )
+    fork = world.gh.repo("stranger/widgets")
+    with world.job(repo, pr) as ws:
+        new = agent_commit(ws, {"app.py": "ANSWER = 42  # fixed\n"}, "Fix the answer")
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    assert result.pushed_sha is None and result.patch is not None
+    assert result.refused is not None and "does not allow edits from maintainers" in result.refused
+    assert world.branch(fork, "feat") == pr.head_sha  # nothing pushed to the fork
+    assert world.server.requests.count(operation="EnablePullRequestAutoMerge") == 0
+    assert "Subject: [PATCH] Fix the answer" in result.patch
+    assert "+ANSWER = 42  # fixed" in result.patch
+    assert result.details().startswith("<details>")
+    # The patch is the fix: `git am` on the PR head gives the same tree.
+    check = world.root / "am"
+    subprocess.run(["git", "clone", "-q", str(fork.git_dir), str(check)], check=True)
+    subprocess.run(["git", "checkout", "-q", "--detach", pr.head_sha], cwd=check, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=a", "-c", "user.email=a@a", "am", "-q"],
+        cwd=check,
+        input=result.patch,
+        text=True,
+        check=True,
+    )
+    assert (check / "app.py").read_text() == "ANSWER = 42  # fixed\n"
+    assert (
+        subprocess.run(
+            ["git", "log", "-1", "--format=%s"], cwd=check, capture_output=True, text=True
+        ).stdout.strip()
+        == "Fix the answer"
+    )
+    del new
+
+
+def test_a_fork_that_allows_maintainer_edits_is_pushed_to(world: World) -> None:
+    repo = world.repo()
+    pending_checks(world, repo)
+    pr = world.gh.open_pull_request(
+        repo,
+        head="feat",
+        files={"app.py": "ANSWER = 42\n"},
+        fork="friend",
+        author="friend",
+        maintainer_can_modify=True,
+    )
+    with world.job(repo, pr) as ws:
+        new = agent_commit(ws, {"app.py": "ANSWER = 42  # fixed\n"})
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    assert result.pushed_sha == new and result.patch is None, result.refused
+    assert world.branch(world.gh.repo("friend/widgets"), "feat") == new
+    assert result.auto_merge_armed
+
+
+def test_size_caps(world: World) -> None:
+    repo = world.repo()
+    pending_checks(world, repo)
+    pr = world.gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
+    small = replace(world.options, limits=Limits(max_files=2, max_diff_bytes=2000))
+    with world.job(repo, pr) as ws:
+        agent_commit(ws, {f"gen/{i}.py": f"X = {i}\n" for i in range(3)})
+        result = publish(world.client, ws, world.state(repo, pr), small)
+    only_refusal(result, "changes 3 files", "cap of 2")
+    with world.job(repo, pr) as ws:
+        agent_commit(ws, {"big.txt": "x" * 5000})
+        result = publish(world.client, ws, world.state(repo, pr), small)
+    only_refusal(result, "over 2,000 bytes")
+    # The control: two small files are within both caps.
+    with world.job(repo, pr) as ws:
+        new = agent_commit(ws, {f"gen/{i}.py": f"X = {i}\n" for i in range(2)})
+        result = publish(world.client, ws, world.state(repo, pr), small)
+    assert result.pushed_sha == new, result.refused
+
+
+def test_a_tampered_git_folder_is_refused(world: World) -> None:
+    repo = world.repo()
+    pr = world.gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
+    with world.job(repo, pr) as ws:
+        agent_commit(ws, {"app.py": "ANSWER = 42  # fixed\n"})
+        alternates = ws.path / ".git" / "objects" / "info" / "alternates"
+        alternates.parent.mkdir(exist_ok=True)
+        alternates.write_text(str(world.gh.root / "other" / "secret.git" / "objects") + "\n")
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    only_refusal(result, ".git/objects/info/alternates")
+    assert world.branch(repo, "feat") == pr.head_sha
+
+
+def _conflict(world: World, repo: Repository, *, code: bool) -> PullRequest:
+    quest = QUEST_SHIP
+    head: dict[str, str | bytes | None] = {
+        "quest/ship.md": quest + "- [Docs](docs.md)\n",
+        "quest/docs.md": "# [S] Docs\n",
+    }
+    base: dict[str, str | bytes | None] = {
+        "quest/ship.md": quest + "- [Tests](tests.md)\n",
+        "quest/tests.md": "# [S] Tests\n",
+        ".github/workflows/ci.yml": "on: [merge_group]\n",
+    }
+    if code:
+        head["app.py"] = "ANSWER = 42\n"
+        base["app.py"] = "ANSWER = 40\n"
+    pr = world.gh.open_pull_request(repo, head="feat", files=head)
+    world.gh.push(repo, "main", base)
+    return pr
+
+
+QUEST_FILES = {
+    **FILES,
+    "quest/README.md": QUEST_ROOT,
+    "quest/ship.md": QUEST_SHIP,
+    "quest/design.md": QUEST_DESIGN,
+}
+
+
+def test_a_clean_host_merge_is_published(world: World) -> None:
+    repo = world.repo(files=QUEST_FILES)
+    pending_checks(world, repo)
+    pr = _conflict(world, repo, code=False)
+    with world.job(repo, pr, merge=True) as ws:
+        assert ws.merge is not None and ws.merge.merge_sha is not None and not ws.needs_agent
+        # The base changed the workflow; taking it through the merge is not the fix's change.
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    assert result.pushed_sha == ws.merge.merge_sha, result.refused
+    assert world.branch(repo, "feat") == ws.merge.merge_sha
+    assert result.auto_merge_armed
+
+
+def test_an_agent_resolved_conflict_is_published_and_one_without_the_base_refused(
+    world: World,
+) -> None:
+    repo = world.repo(files=QUEST_FILES)
+    pending_checks(world, repo)
+    pr = _conflict(world, repo, code=True)
+    with world.job(repo, pr, merge=True) as ws:
+        assert ws.merge is not None and ws.merge.conflicts == ("app.py",)
+        # Giving up on the merge and committing on the head alone does not fix a conflict.
+        as_agent(ws, "git", "merge", "--abort")
+        agent_commit(ws, {"app.py": "ANSWER = 42  # fixed\n"})
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    only_refusal(result, "does not contain the base main")
+
+    # The control: the agent resolves the conflict and commits the merge.
+    with world.job(repo, pr, merge=True) as ws:
+        (ws.path / "app.py").write_text("ANSWER = 42\n")
+        as_agent(ws, "git", "add", "app.py")
+        as_agent(ws, "git", "commit", "-q", "--no-edit")
+        new = as_agent(ws, "git", "rev-parse", "HEAD").stdout.strip()
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    assert result.pushed_sha == new, result.refused
+    assert world.branch(repo, "feat") == new
+
+
+def test_a_merge_that_drops_the_base_s_workflow_change_is_refused(world: World) -> None:
+    repo = world.repo(files=QUEST_FILES)
+    pr = _conflict(world, repo, code=True)  # the base also changed the workflow
+    with world.job(repo, pr, merge=True) as ws:
+        (ws.path / "app.py").write_text("ANSWER = 42\n")
+        # Keeping the PR's old workflow in the merge: no commit "changes" it against both
+        # parents, but landing it would undo the base's workflow change.
+        as_agent(ws, "git", "checkout", "HEAD", "--", ".github/workflows/ci.yml")
+        as_agent(ws, "git", "add", "app.py")
+        as_agent(ws, "git", "commit", "-q", "--no-edit")
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    only_refusal(result, "the fix changes it: .github/workflows/ci.yml is a protected path")
+    assert world.branch(repo, "feat") == pr.head_sha
+    # The control is the agent-resolved conflict above: the base's workflow kept, pushed.
+
+
+def test_the_token_never_lands_in_a_file_or_the_config(world: World) -> None:
+    repo = world.repo()
+    pending_checks(world, repo)
+    pr = world.gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
+    token = world.client.git_token(repo.full_name)
+    assert token == world.token
+    needles = [token.encode(), base64.b64encode(f"x-access-token:{token}".encode())]
+
+    def leaks(folder: Path) -> list[Path]:
+        return [
+            p
+            for p in folder.rglob("*")
+            if p.is_file() and not p.is_symlink() and any(n in p.read_bytes() for n in needles)
+        ]
+
+    state = world.workspaces.root
+    with world.job(repo, pr) as ws:
+        agent_commit(ws, {"app.py": "ANSWER = 42  # fixed\n"})
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+        assert result.pushed_sha is not None
+        assert leaks(state) == [] and leaks(world.gh.root) == []
+        for where in ([f"--git-dir={ws.mirror}"], ["-C", str(ws.path)]):
+            listed = subprocess.run(
+                ["git", "-c", f"safe.directory={ws.path}", *where, "config", "--list"],
+                capture_output=True,
+            ).stdout
+            assert listed and not any(n in listed for n in needles)
+        # The control: the scan does find the token when it is there.
+        (ws.job_dir / "planted").write_bytes(b"x " + needles[0])
+        assert leaks(state) == [ws.job_dir / "planted"]
+
+
+@pytest.mark.parametrize("overlay", [True, False], ids=["overlay", "full-checkout"])
+def test_a_fix_committed_inside_the_real_sandbox_is_published(world: World, overlay: bool) -> None:
+    """The whole host side around bubblewrap: the job's checkout works in the sandbox (its
+    own .git, hooks and config read-only, the mirror out of sight) and its commit lands."""
+    from landbot.sandbox.runner import SandboxUnavailable, check_host, run_sandboxed
+
+    try:
+        check_host()
+    except SandboxUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must be able to run the sandbox: {exc}")
+        pytest.skip(f"this host cannot run the sandbox: {exc}")
+    repo = world.repo()
+    pending_checks(world, repo)
+    pr = world.gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
+    script = (
+        "set -e; test ! -e {mirror}; printf 'ANSWER = 42  # fixed\\n' > app.py; "
+        "git commit -qam 'Fix inside the sandbox'; git rev-parse HEAD"
+    )
+    world.workspaces = Workspaces(
+        world.root / "state", git_url=world.gh.git_url, uid=UID, gid=GID, overlay=overlay
+    )
+    with world.job(repo, pr) as ws:
+        done = run_sandboxed(
+            ["/bin/sh", "-c", script.format(mirror=ws.mirror)],
+            ws.path,
+            timeout=60,
+            memory_mb=512,
+            capture=True,
+            uid=UID,
+            gid=GID,
+        )
+        assert done.returncode == 0, (done.stderr or b"").decode()
+        new = (done.stdout or b"").decode().strip()
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    assert result.pushed_sha == new, result.refused
+    assert world.branch(repo, "feat") == new and result.auto_merge_armed
+    assert world.workspaces.stats.overlay_jobs == (1 if overlay else 0)
