@@ -37,7 +37,7 @@ t1 = time.perf_counter()
 with open(sys.argv[1], "rb") as f:
     e = explain_log(f)
 t2 = time.perf_counter()
-print(json.dumps({"import_s": t1 - t0, "parse_s": t2 - t1, "class": e.class_.value,
+print(json.dumps({"import_s": t1 - t0, "parse_s": t2 - t1, "class": e.class_,
                   "step": e.step, "error_lines": list(e.error_lines), "lines": e.line_count,
                   "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 """

@@ -1,5 +1,6 @@
-"""Dedupe keys of the store's jobs, spelled once: a push or a close cancels every job under
-the prefix of the pull request (and head) it no longer concerns."""
+"""The store's keys, spelled once. A push or a close cancels every job under the prefix of
+the pull request (and head) it no longer concerns; the action ledger claims each action of a
+plan under its own key."""
 
 from __future__ import annotations
 
@@ -20,3 +21,8 @@ def drop_job(repo: str, pr: int, head: str, drop_id: int) -> str:
 
 def fix_job(repo: str, pr: int, head: str, drop_id: int) -> str:
     return f"{head_jobs(repo, pr, head)}#fix{drop_id}"
+
+
+def action(drop_id: int, index: int, kind: str, *, after_fixer: bool) -> str:
+    """The action ledger's key: one claim per action of a drop's plan."""
+    return f"drop:{drop_id}:{index}:{kind}" + (":after-fixer" if after_fixer else "")

@@ -1,19 +1,18 @@
-"""One land-fixer job: a checkout, the agent in the sandbox, its verdict, then publishing.
+"""The land fixer proper: the agent in the sandbox on a prepared checkout, and its verdict.
 
-    result = run_fix_job(settings, client, workspaces, drop, evidence)   # -> FixerResult
+    verdict = fix_checkout(settings, ws, drop, evidence, base_ref)   # -> AgentVerdict
 
-1. Re-read the pull request (its base and head branch; a head that moved ends the job).
-2. Check it out from the cached mirror (workspace.py); for a conflict, merge the base on
-   the host with the quest merge driver. A clean merge needs no agent.
-3. Otherwise write the prompt and the evidence into the job's `agent/` folder (next to the
-   checkout, never inside it, bound read-only into the sandbox), and run the agent in the
-   sandbox with the checkout as its working directory, through the model proxy when a
-   model is configured. Its verdict comes back through `<checkout>/.git/landbot/` (the one
-   writable place the sandbox shares with the host, where git commits nothing), read
-   without following links and with a size cap, and is judged by verdict.py: no verdict,
-   garbage or a timeout is a `needs_human` verdict saying so.
-4. Host side, for `fixed`: re-read the pull request and publish (publish.py): validate the
-   commits, push with a lease on the head the job started from, arm auto-merge.
+The checkout comes from the cached mirror (landbot/git/workspace.py); for a conflict the
+base is already merged on the host with the quest merge driver, and a clean merge needs no
+agent. Otherwise the prompt and the evidence are written into the job's `agent/` folder
+(next to the checkout, never inside it, bound read-only into the sandbox), and the agent
+runs in the sandbox with the checkout as its working directory, through the model proxy
+when a model is configured. Its verdict comes back through `<checkout>/.git/landbot/` (the
+one writable place the sandbox shares with the host, where git commits nothing), read
+without following links and with a size cap, and is judged by verdict.py: no verdict,
+garbage or a timeout is a `needs_human` verdict saying so. Nothing here pushes: publishing
+is the land stage's (landbot/land/publish.py), and the order is the pipeline's
+(landbot/pipeline/fix.py).
 
 `run_local_job` is the same agent run on an operator's checkout (`landbot fixer run`): no
 GitHub, no publishing.
@@ -32,9 +31,9 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from landbot.core.model import Drop, Evidence, FixerResult
+from landbot.core.model import Drop, Evidence
 from landbot.errors import LandbotError
 from landbot.fixer.agents import Agent, Invocation, JobPaths, ModelAccess, make_agent
 from landbot.fixer.prompt import (
@@ -48,8 +47,7 @@ from landbot.fixer.verdict import AgentVerdict, judge
 
 if TYPE_CHECKING:
     from landbot.config import Settings
-    from landbot.git.workspace import Workspaces
-    from landbot.github.models import PullState
+    from landbot.git.workspace import Workspace
 
 log = logging.getLogger("landbot.fixer.job")
 
@@ -57,23 +55,6 @@ OUTPUTS_DIR = "landbot"  # <checkout>/.git/landbot: the job's writable exchange 
 INPUTS_DIR = "agent"  # <job dir>/agent: prompt, evidence, schema (read-only in the sandbox)
 MAX_OUTPUT_FILE = 256 * 1024  # read no more of an agent-written file (verdict.py caps lower)
 OUTPUT_TAIL = 16 * 1024  # of the agent's stdout and stderr, kept for the log
-
-
-class FixClient(Protocol):
-    """What a fixer job needs of `landbot.github.client.GitHubClient`."""
-
-    def pull_request(self, repo: str, number: int) -> PullState: ...
-
-    def git_token(self, repo: str) -> str: ...
-
-    def enable_auto_merge(
-        self,
-        pr_node_id: str,
-        expected_head_oid: str | None,
-        merge_method: str = "MERGE",
-        *,
-        repo: str | None = None,
-    ) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -298,100 +279,47 @@ def _inputs_folder(parent: Path | None) -> Iterator[Path]:
 # --- the job on a pull request --------------------------------------------------------
 
 
-def _short(sha: str | None) -> str:
-    return (sha or "")[:12]
-
-
-def run_fix_job(
+def fix_checkout(
     settings: Settings,
-    client: FixClient,
-    workspaces: Workspaces,
+    ws: Workspace,
     drop: Drop,
     evidence: Evidence,
+    base_ref: str,
     *,
     agent: Agent | None = None,
     limits: JobLimits = JobLimits(),
     model: str | None = None,
-) -> FixerResult:
-    """One land-fixer job for `drop` (see the module docstring); the result for the land
-    loop. `agent` defaults to `[fixer] agent` (made only when the job needs one).
+) -> AgentVerdict:
+    """The verdict on one job work tree: the host's clean merge, or the agent's. `agent`
+    defaults to `[fixer] agent` (made only when the job needs one).
 
-    Raises LandbotError when the job could not run (the host cannot sandbox, the agent is
-    not installed, git or GitHub failed); a refusal to publish comes back in `refused`.
+    Raises LandbotError when the agent could not run (the host cannot sandbox, the agent is
+    not installed); whatever the agent does, returns its verdict.
     """
-    from landbot.land.publish import publish
-
-    pr = client.pull_request(drop.repo, drop.pr)
-    if pr.head_oid != drop.head_sha:
-        why = (
-            f"the pull request's head moved before the fixer ran (now {_short(pr.head_oid)}, "
-            f"the drop was at {_short(drop.head_sha)}): nothing pushed"
+    merge = ws.merge
+    if not ws.needs_agent:
+        log.info("%s#%s: the conflict merged cleanly on the host", drop.repo, drop.pr)
+        return AgentVerdict(
+            "fixed",
+            f"landbot merged {base_ref} ({(ws.base_sha or '')[:12]}) into the pull request; "
+            "the quest merge driver resolved every conflict",
+            reproduced=True,
+            from_agent=False,
         )
-        return FixerResult("needs_human", summary=why, refused=why)
-    conflict = drop.reason == "merge_conflict"
-    with workspaces.job(
-        drop.repo,
-        drop.pr,
-        drop.head_sha,
-        pr.base_ref,
-        head_ref=pr.head_ref,
-        merge=conflict,
-        token=client.git_token(drop.repo),
-    ) as ws:
-        merge = ws.merge
-        if merge is not None and merge.up_to_date:
-            return FixerResult(
-                "flaky",
-                summary=f"the pull request already contains {pr.base_ref} "
-                f"({_short(ws.base_sha)}): nothing conflicts any more",
-                recommendation="Put it back in the queue.",
-            )
-        if not ws.needs_agent:
-            verdict = AgentVerdict(
-                "fixed",
-                f"landbot merged {pr.base_ref} ({_short(ws.base_sha)}) into the pull request; "
-                "the quest merge driver resolved every conflict",
-                reproduced=True,
-                from_agent=False,
-            )
-            log.info("%s#%s: the conflict merged cleanly on the host", drop.repo, drop.pr)
-        else:
-            task = Task(
-                drop=replace(drop, base_ref=drop.base_ref or pr.base_ref),
-                evidence=evidence,
-                conflicts=merge.conflicts if merge is not None else (),
-                base_ref=pr.base_ref,
-                base_sha=ws.base_sha if merge is not None else evidence.base_sha,
-                protected_paths=tuple(settings.fixer.protected_paths),
-            )
-            chosen = agent or make_agent(settings.fixer.agent, settings.fixer.command)
-            with _inputs_folder(ws.job_dir) as inputs:
-                outcome = run_agent(
-                    task, ws.path, inputs, settings, agent=chosen, limits=limits, model=model
-                )
-            verdict = outcome.verdict
-        if verdict.verdict != "fixed":
-            return FixerResult(verdict.verdict, verdict.summary, verdict.recommendation)
-        fresh = client.pull_request(drop.repo, drop.pr)
-        published = publish(client, ws, fresh, settings)
-    summary = verdict.summary
-    recommendation = verdict.recommendation
-    if published.auto_merge_error:
-        summary += f" (pushed, but auto-merge could not be armed: {published.auto_merge_error})"
-    if published.patch:
-        recommendation = "\n\n".join(
-            p for p in (recommendation, published.details("The fix as a patch")) if p
-        )
-    if published.refused:
-        log.warning("%s#%s: the fix was not published: %s", drop.repo, drop.pr, published.refused)
-    return FixerResult(
-        "fixed",
-        summary=summary,
-        recommendation=recommendation,
-        pushed_sha=published.pushed_sha,
-        refused=published.refused or "",
-        auto_merge_armed=published.auto_merge_error is None,
+    task = Task(
+        drop=replace(drop, base_ref=drop.base_ref or base_ref),
+        evidence=evidence,
+        conflicts=merge.conflicts if merge is not None else (),
+        base_ref=base_ref,
+        base_sha=ws.base_sha if merge is not None else evidence.base_sha,
+        protected_paths=tuple(settings.fixer.protected_paths),
     )
+    chosen = agent or make_agent(settings.fixer.agent, settings.fixer.command)
+    with _inputs_folder(ws.job_dir) as inputs:
+        outcome = run_agent(
+            task, ws.path, inputs, settings, agent=chosen, limits=limits, model=model
+        )
+    return outcome.verdict
 
 
 # --- the job on a local checkout (`landbot fixer run`) --------------------------------

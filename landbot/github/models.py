@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from landbot.core.model import PrSnapshot
+
 
 @dataclass(frozen=True)
 class PullState:
@@ -34,6 +36,25 @@ class PullState:
     def is_fork(self) -> bool:
         """The head lives in another repository (or one that no longer exists)."""
         return self.head_repo is None or self.head_repo.lower() != self.repo.lower()
+
+    def snapshot(self) -> PrSnapshot:
+        """The stage-neutral view the decision reads."""
+        state = self.state.upper()
+        merged = self.merged or state == "MERGED"
+        return PrSnapshot(
+            state="merged" if merged else "closed" if state == "CLOSED" else "open",
+            head_sha=self.head_oid,
+            in_queue=self.in_merge_queue,
+            author=self.author or "ghost",
+            labels=self.labels,
+            auto_merge=self.auto_merge,
+            fork=self.is_fork,
+            maintainer_can_modify=self.maintainer_can_modify,
+            node_id=self.node_id,
+            base_ref=self.base_ref,
+            head_ref=self.head_ref,
+            url=self.url,
+        )
 
 
 @dataclass(frozen=True)

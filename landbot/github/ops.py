@@ -1,15 +1,48 @@
-"""What the land loop needs from GitHub: a Protocol, so the loop depends on operations, not
-on a client (the real one is landbot.github.client.GitHubClient)."""
+"""What the stages need from GitHub, as Protocols: each stage depends on operations, not on
+a client (the real one is landbot.github.client.GitHubClient, which meets all of them).
+
+One signature per operation, composed into one Protocol per stage.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
-from landbot.github.models import CheckRun, Comment, EnqueueResult, PullState, WorkflowRun
+from landbot.github.models import (
+    CheckRun,
+    Comment,
+    EnqueueResult,
+    PullRemovals,
+    PullState,
+    WorkflowRun,
+)
 
 
-class GitHubOps(Protocol):
+class ReadsPull(Protocol):
     def pull_request(self, repo: str, number: int) -> PullState: ...
+
+
+class ArmsAutoMerge(Protocol):
+    def git_token(self, repo: str) -> str: ...
+
+    def enable_auto_merge(
+        self,
+        pr_node_id: str,
+        expected_head_oid: str | None,
+        merge_method: str = "MERGE",
+        *,
+        repo: str | None = None,
+    ) -> None: ...
+
+
+class SweepOps(Protocol):
+    """The poller's one call."""
+
+    def queue_removals(self, repo: str, *, first: int = 50) -> list[PullRemovals]: ...
+
+
+class GitHubOps(ReadsPull, Protocol):
+    """What triage reads and the land stage writes."""
 
     def check_runs(self, repo: str, ref: str) -> list[CheckRun]: ...
 
@@ -33,13 +66,16 @@ class GitHubOps(Protocol):
         self, pr_node_id: str, expected_head_oid: str | None, *, repo: str | None = None
     ) -> EnqueueResult: ...
 
-    def enable_auto_merge(
-        self,
-        pr_node_id: str,
-        expected_head_oid: str,
-        merge_method: str = "MERGE",
-        *,
-        repo: str | None = None,
-    ) -> Any: ...
-
     def collaborator_permission(self, repo: str, username: str) -> str: ...
+
+
+class PublishClient(ArmsAutoMerge, Protocol):
+    """What publishing a fix needs: a token to push with, and auto-merge."""
+
+
+class FixClient(ReadsPull, ArmsAutoMerge, Protocol):
+    """What one land-fixer job needs: the pull request re-read, then publishing."""
+
+
+class LandClient(GitHubOps, ArmsAutoMerge, Protocol):
+    """Everything the pipeline does with GitHub for one drop."""

@@ -1,8 +1,17 @@
 """The decision: what landbot does about one drop. Pure: no I/O, no clock.
 
-`confirm` says whether a drop still holds once the pull request is re-read; `decide` maps
-(drop, pull request, evidence, history, policy, fixer result) to an outcome and the actions
-to take. Both are total: every input has a defined answer, and the tests walk all of them.
+Every choice of an outcome is made here, and nowhere else:
+
+- `without_look`: a drop that needs no look at GitHub at all (a reason the policy ignores);
+- `confirm`: whether a drop still holds once the pull request is re-read (triage runs only
+  when it does: `needs_evidence`);
+- `decide`: (drop, pull request, evidence, history, policy, fixer result) to an outcome
+  and the actions to take;
+- `taken_away`: whether a saved plan may still be finished after a crash;
+- `fix_head_moved`, `conflict_already_merged`: the fixer job's own early answers;
+- `job_failed`, `command_allowed`: a job that cannot finish, a comment command's author.
+
+All are total: every input has a defined answer, and the tests walk all of them.
 """
 
 from __future__ import annotations
@@ -10,30 +19,108 @@ from __future__ import annotations
 from typing import Literal
 
 from landbot.core.model import Drop, Evidence, FixerResult, History, PrSnapshot
-from landbot.land.model import Decision, HandBack, Policy, Requeue, RunFixer, Status
+from landbot.land.model import (
+    Decision,
+    HandBack,
+    Policy,
+    ReasonAction,
+    Requeue,
+    RunFixer,
+    Status,
+)
+
+# Permissions whose holders may ask landbot to retry from a pull request comment.
+WRITERS = frozenset({"admin", "maintain", "write"})
 
 
-def confirm(drop: Drop, pr: PrSnapshot, policy: Policy) -> Decision | None:
-    """None when the drop still holds; otherwise the reason to leave the PR alone."""
+def _ended(pr: PrSnapshot) -> Decision | None:
     if pr.state == "merged":
         return Decision("ignored", (), "the pull request has merged")
     if pr.state == "closed":
         return Decision("ignored", (), "the pull request is closed")
-    if pr.head_sha != drop.head_sha:
-        return Decision("ignored", (), "the head moved since the drop: nothing for the old head")
-    if pr.in_queue:
-        return Decision("ignored", (), "the pull request is back in the merge queue")
+    return None
+
+
+def _opted_out(pr: PrSnapshot, policy: Policy) -> Decision | None:
     if policy.skip_label in pr.labels:
         return Decision("ignored", (), f"the pull request has the {policy.skip_label} label")
     return None
 
 
+def confirm(drop: Drop, pr: PrSnapshot, policy: Policy) -> Decision | None:
+    """None when the drop still holds; otherwise the reason to leave the PR alone."""
+    ended = _ended(pr)
+    if ended is not None:
+        return ended
+    if pr.head_sha != drop.head_sha:
+        return Decision("ignored", (), "the head moved since the drop: nothing for the old head")
+    if pr.in_queue:
+        return Decision("ignored", (), "the pull request is back in the merge queue")
+    return _opted_out(pr, policy)
+
+
+def needs_evidence(drop: Drop, pr: PrSnapshot, policy: Policy) -> bool:
+    """Triage (logs, a fetch, a merge) is worth its cost only for a drop that still holds."""
+    return confirm(drop, pr, policy) is None
+
+
+def taken_away(pr: PrSnapshot, policy: Policy) -> Decision | None:
+    """Why a saved plan must not be finished: the PR is no longer landbot's to act on.
+    (Its head and its place in the queue may have changed through the plan's own actions.)"""
+    return _ended(pr) or _opted_out(pr, policy)
+
+
+def _action_for(drop: Drop, policy: Policy) -> ReasonAction:
+    action = policy.reasons.get(drop.reason, "note")
+    if action == "ignore" and drop.source in ("command", "operator"):
+        # A person asked to land it: a reason the policy ignores becomes a re-enqueue.
+        return "requeue"
+    return action
+
+
 def ignored_reason(drop: Drop, policy: Policy) -> Decision | None:
-    """The decision for a reason the policy ignores (a person removed it, it merged), which
-    needs no look at the pull request; None for every other reason."""
-    if policy.reasons.get(drop.reason, "note") == "ignore":
+    """The decision for a reason the policy ignores (a person removed it, it merged);
+    None for every other reason, and for a drop a person asked landbot to retry."""
+    if _action_for(drop, policy) == "ignore":
         return Decision("ignored", (), f"removed for `{drop.reason}`: nothing to do")
     return None
+
+
+def without_look(drop: Drop, policy: Policy, fixer: FixerResult | None = None) -> Decision | None:
+    """The decision that needs no GitHub call at all, or None when the PR must be re-read."""
+    return ignored_reason(drop, policy) if fixer is None else None
+
+
+def job_failed(why: str) -> Decision:
+    """A job that cannot finish (GitHub refused, the host cannot sandbox, given up after
+    retries): the drop says so in `landbot status` instead of waiting forever."""
+    return Decision("failed", (), why)
+
+
+def command_allowed(permission: str) -> bool:
+    """`/landbot retry` is honoured only from users who could push the fix themselves."""
+    return permission in WRITERS
+
+
+def fix_head_moved(drop: Drop, head_sha: str) -> FixerResult | None:
+    """The fixer's first look: a head that moved since the drop ends the job unpublished."""
+    if head_sha == drop.head_sha:
+        return None
+    why = (
+        f"the pull request's head moved before the fixer ran (now {head_sha[:12]}, "
+        f"the drop was at {drop.head_sha[:12]}): nothing pushed"
+    )
+    return FixerResult("needs_human", summary=why, refused=why)
+
+
+def conflict_already_merged(base_ref: str, base_sha: str | None) -> FixerResult:
+    """The head already contains the base: nothing conflicts, so it only needs the queue."""
+    return FixerResult(
+        "flaky",
+        summary=f"the pull request already contains {base_ref} "
+        f"({(base_sha or '')[:12]}): nothing conflicts any more",
+        recommendation="Put it back in the queue.",
+    )
 
 
 def decide(
@@ -53,7 +140,7 @@ def decide(
     ignored = ignored_reason(drop, policy)
     if ignored is not None:
         return ignored
-    action = policy.reasons.get(drop.reason, "note")
+    action = _action_for(drop, policy)
     if action == "note":
         return Decision(
             "ignored", (Status("unknown_reason"),), f"removed for `{drop.raw_reason}`: not acted on"
@@ -126,16 +213,16 @@ def _after_fixer_confirmed(
     """After the fixer, the PR's head is the fixer's push (or unchanged when nothing was
     pushed), and auto-merge may already have put it back in the queue: only a person's
     change (closed, another push, the opt-out label) makes the result moot."""
-    if pr.state == "merged":
-        if fixer.pushed_sha:
-            return Decision("fixed", (), "fixed and pushed; it has merged")
-        return Decision("ignored", (), "the pull request has merged")
-    if pr.state == "closed":
-        return Decision("ignored", (), "the pull request is closed")
+    if pr.state == "merged" and fixer.pushed_sha:
+        return Decision("fixed", (), "fixed and pushed; it has merged")
+    ended = _ended(pr)
+    if ended is not None:
+        return ended
     if pr.head_sha not in (drop.head_sha, fixer.pushed_sha):
         return Decision("ignored", (), "the head moved during the fix: nothing for the old head")
-    if policy.skip_label in pr.labels:
-        return Decision("ignored", (), f"the pull request has the {policy.skip_label} label")
+    opted_out = _opted_out(pr, policy)
+    if opted_out is not None:
+        return opted_out
     if pr.in_queue and not fixer.pushed_sha:
         return Decision("ignored", (), "the pull request is back in the merge queue")
     return _after_fixer(drop, fixer, history, policy)

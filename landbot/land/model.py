@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from landbot.core.model import NOT_ITS_FAULT, Outcome
 from landbot.core.reasons import Reason
+
+if TYPE_CHECKING:
+    from landbot.config import Settings
 
 ReasonAction = Literal["ignore", "requeue", "fix", "handback", "note"]
 
@@ -38,6 +41,19 @@ class Policy:
     fixer_enabled: bool = False
     # Triage classes that are not the pull request's fault: re-enqueue within the budget.
     requeue_classes: frozenset[str] = NOT_ITS_FAULT
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, fixer_enabled: bool = False) -> Policy:
+        p = settings.policy
+        # The overrides were checked against the reasons and actions by PolicySettings.
+        reasons = cast("dict[Reason, ReasonAction]", {**DEFAULT_REASON_ACTIONS, **p.reasons})
+        return cls(
+            reasons=reasons,
+            max_requeues_per_head=p.max_requeues_per_head,
+            max_fixer_attempts_per_head=p.max_fixer_attempts_per_head,
+            skip_label=p.skip_label,
+            fixer_enabled=fixer_enabled,
+        )
 
 
 # --- what the decision asks for ----------------------------------------------------------

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from landbot.errors import LandbotError
 from landbot.git.workspace import (
@@ -57,21 +57,7 @@ from landbot.git.workspace import (
 if TYPE_CHECKING:
     from landbot.config import Settings
     from landbot.github.models import PullState
-
-
-class PublishClient(Protocol):
-    """What publishing needs of `landbot.github.client.GitHubClient`."""
-
-    def git_token(self, repo: str) -> str: ...
-
-    def enable_auto_merge(
-        self,
-        pr_node_id: str,
-        expected_head_oid: str | None,
-        merge_method: str = "MERGE",
-        *,
-        repo: str | None = None,
-    ) -> None: ...
+    from landbot.github.ops import PublishClient
 
 
 class PublishError(LandbotError):

@@ -11,11 +11,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from landbot.land.decide import command_allowed
 from landbot.land.model import Decision
 from landbot.pipeline.process import Lander
 from landbot.store import Store, utcnow
-
-WRITERS = {"admin", "maintain", "write"}
 
 
 def retry(
@@ -45,11 +44,10 @@ def run_comment_command(lander: Lander, store: Store, payload: dict[str, Any]) -
     repo, pr, user = payload["repo"], int(payload["pr"]), payload.get("user") or ""
     comment_id = payload.get("comment_id")
     permission = lander.gh.collaborator_permission(repo, user) if user else "none"
-    if permission not in WRITERS:
-        if comment_id:
-            lander.gh.add_reaction(repo, int(comment_id), "-1")
-        return f"refused /landbot retry from {user} ({permission})"
+    allowed = command_allowed(permission)
     if comment_id:
-        lander.gh.add_reaction(repo, int(comment_id), "eyes")
+        lander.actor.react(repo, int(comment_id), accepted=allowed)
+    if not allowed:
+        return f"refused /landbot retry from {user} ({permission})"
     decision = retry(lander, store, repo, pr, source="command", key=f"comment-{comment_id}")
     return f"/landbot retry from {user}: {decision.outcome}"

@@ -13,6 +13,7 @@ from landbot.errors import LandbotError
 if TYPE_CHECKING:
     from landbot.core.model import Drop, Evidence, FixerResult
     from landbot.github.client import GitHubClient
+    from landbot.github.ops import FixClient
     from landbot.pipeline.process import Lander
     from landbot.pipeline.worker import FixRunner, Worker
     from landbot.store import Store
@@ -50,7 +51,11 @@ def make_github(settings: Settings) -> GitHubClient:
 
 
 def make_lander(
-    settings: Settings, store: Store, *, progress: Callable[[str], None] | None = None
+    settings: Settings,
+    store: Store,
+    *,
+    progress: Callable[[str], None] | None = None,
+    gh: GitHubClient | None = None,
 ) -> Lander:
     from landbot.pipeline.process import Lander
     from landbot.pipeline.worker import failpoint_from_env
@@ -58,18 +63,19 @@ def make_lander(
     return Lander(
         settings,
         store,
-        make_github(settings),
+        gh or make_github(settings),
         progress=progress,
         failpoint=failpoint_from_env(),
         fixer_enabled=settings.fixer.enabled,
     )
 
 
-def make_fixer(settings: Settings, lander: Callable[[], Lander]) -> FixRunner:
+def make_fixer(settings: Settings, client: Callable[[], FixClient]) -> FixRunner:
     """The land-fixer job as the worker runs it: host-side workspace, sandboxed agent,
-    host-side publishing, with the lander's GitHub client."""
-    from landbot.fixer.job import JobLimits, run_fix_job
+    host-side publishing, with the worker's GitHub client."""
+    from landbot.fixer.job import JobLimits
     from landbot.git.workspace import Workspaces
+    from landbot.pipeline.fix import run_fix_job
 
     # Made on first use: a worker may never see a fix job.
     workspaces = functools.cache(
@@ -80,7 +86,7 @@ def make_fixer(settings: Settings, lander: Callable[[], Lander]) -> FixRunner:
         limits = JobLimits(timeout=settings.fixer.timeout, memory_mb=settings.fixer.memory_mb)
         return run_fix_job(
             settings,
-            lander().gh,  # type: ignore[arg-type]  # the real client meets FixClient
+            client(),
             workspaces(),
             drop,
             evidence,
@@ -96,12 +102,14 @@ def make_worker(settings: Settings, store: Store) -> Worker:
 
     from landbot.pipeline.worker import Worker
 
-    lander = functools.cache(lambda: make_lander(settings, store))
+    # One client for the land loop and the fixer, made on first use.
+    client = functools.cache(lambda: make_github(settings))
+    lander = functools.cache(lambda: make_lander(settings, store, gh=client()))
 
     return Worker(
         store,
         lander,
-        fixer=make_fixer(settings, lander),
+        fixer=make_fixer(settings, client),
         fixer_concurrency=settings.fixer.concurrency,
         lease=dt.timedelta(seconds=settings.worker.lease_seconds),
         idle_sleep=settings.worker.idle_sleep,

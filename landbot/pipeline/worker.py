@@ -21,6 +21,7 @@ from landbot.core.model import Drop, Evidence, FixerResult
 from landbot.errors import LandbotError
 from landbot.github.errors import NetworkError, RateLimited, ServerError
 from landbot.intake import events
+from landbot.land.decide import job_failed
 from landbot.pipeline.commands import run_comment_command
 from landbot.pipeline.process import Lander
 from landbot.store import Lease, Store, utcnow
@@ -160,17 +161,17 @@ class Worker:
             elif lease.kind == "fix":
                 if self.fixer is None:
                     raise ValueError("a fix job, but no fixer is configured in this worker")
-                drop, evidence = self.lander.saved_evidence(int(payload["drop_id"]))
-                stale = self.lander.still_holds(drop)
+                drop_id = int(payload["drop_id"])
+                drop, evidence, stale = self.lander.before_fix(drop_id)
                 if stale is not None:
                     # Closed, merged, pushed to, back in the queue or opted out since the
                     # drop: the fixer would push to a PR a person has taken over.
-                    self.store.update_drop(drop.id or 0, outcome="ignored", summary=stale)
-                    result = {"outcome": "ignored", "why": stale}
+                    self.lander.settle(drop_id, drop, stale)
+                    result = {"outcome": stale.outcome, "why": stale.why}
                 else:
                     self.lander.progress(f"running the fixer on {drop.repo}#{drop.pr}")
                     outcome = self.fixer(drop, evidence)
-                    decision = self.lander.process(int(payload["drop_id"]), fixer=outcome)
+                    decision = self.lander.process(drop_id, fixer=outcome)
                     result = {"verdict": outcome.verdict, "outcome": decision.outcome}
             elif lease.kind == "command":
                 result = {"note": run_comment_command(self.lander, self.store, payload)}
@@ -198,4 +199,5 @@ class Worker:
         self.store.finish_job(lease.id, self.name, "failed", error=str(exc)[:2000])
         drop_id = lease.payload.get("drop_id") if isinstance(lease.payload, dict) else None
         if drop_id is not None:
-            self.store.update_drop(int(drop_id), outcome="failed", summary=str(exc)[:500])
+            failed = job_failed(str(exc)[:500])
+            self.store.update_drop(int(drop_id), outcome=failed.outcome, summary=failed.why)

@@ -1,13 +1,12 @@
 """Classify: why a pull request left the merge queue (failed job logs, merge conflicts)."""
 
-from landbot.triage.classify import Evidence, FailureClass, compile_rules
+from landbot.triage.classify import Match, compile_rules
 from landbot.triage.explain import LogExplanation, explain_log, explain_parsed
 from landbot.triage.log import ParsedLog, parse_log
 
 __all__ = [
-    "Evidence",
-    "FailureClass",
     "LogExplanation",
+    "Match",
     "ParsedLog",
     "compile_rules",
     "explain_log",

@@ -23,44 +23,33 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, TypeGuard, get_args
 
+from landbot.core.model import NOT_ITS_FAULT, TriageClass
 from landbot.errors import LandbotError
 from landbot.triage.context import TEST_KINDS, Mark
 from landbot.triage.log import Line, ParsedLog
 
+# The pull request's own failures; core's NOT_ITS_FAULT are not; the rest cannot tell (a
+# timeout is a hang in the PR's code, or a slow runner).
+PR_OWN: frozenset[TriageClass] = frozenset({"genuine", "policy"})
 
-class FailureClass(StrEnum):
-    GENUINE = "genuine"
-    FLAKY = "flaky"
-    INFRASTRUCTURE = "infrastructure"
-    TIMEOUT = "timeout"
-    CANCELLED = "cancelled"
-    POLICY = "policy"
-    UNKNOWN = "unknown"
-
-    @property
-    def pr_fault(self) -> bool | None:
-        """Whether the failure is the pull request's own (None: cannot tell)."""
-        return _PR_FAULT[self]
+RULE_CLASSES: tuple[TriageClass, ...] = tuple(c for c in get_args(TriageClass) if c != "unknown")
 
 
-_PR_FAULT: dict[FailureClass, bool | None] = {
-    FailureClass.GENUINE: True,
-    FailureClass.POLICY: True,
-    FailureClass.FLAKY: False,
-    FailureClass.INFRASTRUCTURE: False,
-    FailureClass.CANCELLED: False,
-    FailureClass.TIMEOUT: None,  # a hang in the PR's code, or a slow runner
-    FailureClass.UNKNOWN: None,
-}
+def pr_fault(cls: TriageClass) -> bool | None:
+    """Whether a failure of class `cls` is the pull request's own (None: cannot tell)."""
+    if cls in NOT_ITS_FAULT:
+        return False
+    return True if cls in PR_OWN else None
 
-RULE_CLASSES = tuple(c.value for c in FailureClass if c is not FailureClass.UNKNOWN)
+
+def _is_rule_class(value: object) -> TypeGuard[TriageClass]:
+    return value in RULE_CLASSES
 
 
 @dataclass(frozen=True, slots=True)
-class Evidence:
+class Match:
     """Why a class was chosen: the signature's name and the line it matched."""
 
     signature: str
@@ -73,8 +62,8 @@ class Evidence:
 
 @dataclass(frozen=True, slots=True)
 class Classification:
-    class_: FailureClass
-    evidence: tuple[Evidence, ...] = ()
+    class_: TriageClass
+    evidence: tuple[Match, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +73,7 @@ class Rule:
     index: int
     source: str
     pattern: re.Pattern[str]
-    class_: FailureClass
+    class_: TriageClass
 
     @property
     def signature(self) -> str:
@@ -110,7 +99,7 @@ def compile_rules(rules: Iterable[RuleLike | Mapping[str, str] | Rule]) -> tuple
         where = f"triage rule {number} (pattern {source!r})"
         if not isinstance(source, str) or not source:
             raise LandbotError(f"{where} has no pattern; give it a regular expression")
-        if cls not in RULE_CLASSES:
+        if not _is_rule_class(cls):
             raise LandbotError(f"{where} has class {cls!r}; use one of {', '.join(RULE_CLASSES)}")
         try:
             compiled = re.compile(source, re.MULTILINE)
@@ -118,7 +107,7 @@ def compile_rules(rules: Iterable[RuleLike | Mapping[str, str] | Rule]) -> tuple
             raise LandbotError(
                 f"{where} is not a valid regular expression ({exc}); fix it in [[triage.rules]]"
             ) from None
-        out.append(Rule(number, source, compiled, FailureClass(cls)))
+        out.append(Rule(number, source, compiled, cls))
     return tuple(out)
 
 
@@ -317,37 +306,37 @@ def _line(view: _View, number: int) -> Line | None:
 
 
 # (name, class, check), in order of precedence.
-SIGNATURES: tuple[tuple[str, FailureClass, Check], ...] = (
+SIGNATURES: tuple[tuple[str, TriageClass, Check], ...] = (
     (
         "runner-shutdown",
-        FailureClass.INFRASTRUCTURE,
+        "infrastructure",
         _regex(r"The runner has received a shutdown signal", "shutdown signal"),
     ),
     (
         "runner-lost-communication",
-        FailureClass.INFRASTRUCTURE,
+        "infrastructure",
         _regex(r"lost communication with the server", "lost communication"),
     ),
     (
         "max-execution-time",
-        FailureClass.TIMEOUT,
+        "timeout",
         _regex(r"has exceeded the maximum execution time of \d+ minutes", "maximum execution time"),
     ),
     (
         "step-timeout",
-        FailureClass.TIMEOUT,
+        "timeout",
         _regex(r"^##\[error\]The action (?:'.*' )?has timed out", "\n##[error]The action"),
     ),
     (
         "operation-cancelled",
-        FailureClass.CANCELLED,
+        "cancelled",
         _regex(r"^##\[error\]The operation was cancell?ed", "\n##[error]The operation was"),
     ),
-    ("dependencies-cancelled", FailureClass.CANCELLED, _dependencies_cancelled),
-    ("out-of-memory", FailureClass.INFRASTRUCTURE, _out_of_memory),
+    ("dependencies-cancelled", "cancelled", _dependencies_cancelled),
+    ("out-of-memory", "infrastructure", _out_of_memory),
     (
         "no-space-left",
-        FailureClass.INFRASTRUCTURE,
+        "infrastructure",
         _regex(
             r"no space left on device|\bENOSPC\b",
             "no space left on device",
@@ -355,19 +344,19 @@ SIGNATURES: tuple[tuple[str, FailureClass, Check], ...] = (
             ignore_case=True,
         ),
     ),
-    ("quest-finding", FailureClass.POLICY, _from_marks(frozenset({"quest"}))),
-    ("registry-network", FailureClass.FLAKY, _registry_network),
-    ("pytest-failed", FailureClass.GENUINE, _from_marks(frozenset({"pytest-failed"}))),
-    ("vitest-failed", FailureClass.GENUINE, _from_marks(frozenset({"vitest-failed"}))),
-    ("go-test-failed", FailureClass.GENUINE, _from_marks(frozenset({"go-failed"}))),
-    ("cargo-test-failed", FailureClass.GENUINE, _from_marks(frozenset({"cargo-failed"}))),
-    ("python-traceback", FailureClass.GENUINE, _from_marks(frozenset({"traceback-exception"}))),
+    ("quest-finding", "policy", _from_marks(frozenset({"quest"}))),
+    ("registry-network", "flaky", _registry_network),
+    ("pytest-failed", "genuine", _from_marks(frozenset({"pytest-failed"}))),
+    ("vitest-failed", "genuine", _from_marks(frozenset({"vitest-failed"}))),
+    ("go-test-failed", "genuine", _from_marks(frozenset({"go-failed"}))),
+    ("cargo-test-failed", "genuine", _from_marks(frozenset({"cargo-failed"}))),
+    ("python-traceback", "genuine", _from_marks(frozenset({"traceback-exception"}))),
     (
         "test-failed",
-        FailureClass.GENUINE,
+        "genuine",
         _from_marks(frozenset({"test-failed", "jest-failed"})),
     ),
-    ("step-error", FailureClass.GENUINE, _first_error),
+    ("step-error", "genuine", _first_error),
 )
 
 
@@ -376,7 +365,7 @@ def classify(
 ) -> Classification:
     """The class of the failure the parser found, with its evidence (decisive first)."""
     if parsed.first_error is None:
-        return Classification(FailureClass.UNKNOWN)
+        return Classification("unknown")
     view = _View(parsed, marks)
     builtin = _builtin(view)
     for rule in rules:
@@ -384,11 +373,11 @@ def classify(
         if found is None:
             continue
         hit = parsed.output.lines[found[0]]
-        evidence = Evidence(rule.signature, hit.number, hit.text)
-        if builtin.class_ is FailureClass.CANCELLED and rule.class_.pr_fault:
+        match = Match(rule.signature, hit.number, hit.text)
+        if builtin.class_ == "cancelled" and pr_fault(rule.class_):
             # Never blame the PR for a cancelled job, whatever a rule says.
-            return Classification(builtin.class_, (*builtin.evidence, evidence))
-        return Classification(rule.class_, (evidence,))
+            return Classification(builtin.class_, (*builtin.evidence, match))
+        return Classification(rule.class_, (match,))
     return builtin
 
 
@@ -396,6 +385,6 @@ def _builtin(view: _View) -> Classification:
     for name, cls, check in SIGNATURES:
         hit = check(view)
         if hit is not None:
-            return Classification(cls, (Evidence(name, hit.number, hit.text),))
+            return Classification(cls, (Match(name, hit.number, hit.text),))
     # Unreachable while step-error matches any first error; kept total for safety.
-    return Classification(FailureClass.GENUINE)
+    return Classification("genuine")

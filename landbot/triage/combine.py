@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from landbot.core.model import JobFailure, TriageClass
+from landbot.core.model import NOT_ITS_FAULT, JobFailure, TriageClass
 
 # Worst first: the first class any job has is the drop's class.
 PRIORITY: tuple[TriageClass, ...] = (
@@ -25,7 +25,6 @@ PRIORITY: tuple[TriageClass, ...] = (
     "flaky",
     "cancelled",
 )
-NOT_ITS_FAULT: frozenset[TriageClass] = frozenset({"infrastructure", "flaky", "cancelled"})
 REASON_CHARS = 400
 WHY_CHARS = 160
 

@@ -16,14 +16,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from landbot.core.model import TriageClass
 from landbot.triage.classify import (
     Classification,
-    Evidence,
-    FailureClass,
+    Match,
     Rule,
     RuleLike,
     classify,
     compile_rules,
+    pr_fault,
 )
 from landbot.triage.context import ExcerptLine, build_excerpt, failure_lines, find_marks
 from landbot.triage.log import (
@@ -52,13 +53,13 @@ StepInput = StepLike | Mapping[str, Any]
 
 @dataclass(frozen=True)
 class LogExplanation:
-    class_: FailureClass
+    class_: TriageClass
     step: str | None
     """The failing step's display name when the jobs API gave it, else its `Run …` title."""
     error_lines: tuple[int, ...]
     summary: str
     excerpt: tuple[ExcerptLine, ...]
-    evidence: tuple[Evidence, ...]
+    evidence: tuple[Match, ...]
     exit_code: int | None
     step_line: int | None
     """Line of the failing step's `##[group]Run …` header in the log."""
@@ -73,12 +74,12 @@ class LogExplanation:
     @property
     def pr_fault(self) -> bool | None:
         """True when the failure is the pull request's own; never True for `cancelled`."""
-        return self.class_.pr_fault
+        return pr_fault(self.class_)
 
     def to_dict(self, *, full: bool = False) -> dict[str, Any]:
         """The contract object of `landbot triage log --json` (more fields with `full`)."""
         out: dict[str, Any] = {
-            "class": self.class_.value,
+            "class": self.class_,
             "step": self.step,
             "error_lines": list(self.error_lines),
             "summary": self.summary,
@@ -130,7 +131,7 @@ def explain_parsed(
     title = parsed.step_title if parsed.first_error else None
     step, number = _failing_step(steps, title)
     evidence_lines = [e.line for e in result.evidence if e.line > 0]
-    if result.class_ is FailureClass.UNKNOWN:
+    if result.class_ == "unknown":
         errors: tuple[int, ...] = ()
         excerpt: tuple[ExcerptLine, ...] = ()
     else:

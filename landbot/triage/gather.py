@@ -318,7 +318,7 @@ def run_id_of(check: CheckRun) -> int | None:
 
 
 def log_verdict(check: CheckRun, job: Job | None, e: LogExplanation) -> JobVerdict:
-    cls: TriageClass = e.class_.value  # the same seven names
+    cls = e.class_
     if cls == "unknown":
         cls = _by_conclusion(check)
     why = evidence_why(e.evidence[0].line, e.evidence[0].text) if e.evidence else ""

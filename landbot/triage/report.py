@@ -13,7 +13,7 @@ _FAULT = {
 
 def render_text(explanation: LogExplanation, name: str) -> str:
     e = explanation
-    out = [f"{name}: {e.class_.value} ({_FAULT[e.pr_fault]})"]
+    out = [f"{name}: {e.class_} ({_FAULT[e.pr_fault]})"]
     out.append(f"  {e.summary}")
     if e.step is not None:
         where = f" (section at line {e.step_line})" if e.step_line else ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from landbot.triage.classify import Classification, FailureClass
+from landbot.triage.classify import Classification
 from landbot.triage.context import TEST_KINDS, Mark
 from landbot.triage.log import ParsedLog
 
@@ -31,17 +31,17 @@ def summarize(
     ev = result.evidence[0] if result.evidence else None
     sig = ev.signature if ev else ""
     exit_code = parsed.exit_code
-    if cls is FailureClass.UNKNOWN:
+    if cls == "unknown":
         text = (
             f"no failure found in this log ({parsed.line_count} lines); "
             "look at the job's annotations on GitHub"
         )
     elif sig.startswith("rule "):
         assert ev is not None
-        text = f"{where} matched the repository's triage {sig} ({cls.value}): {ev.text.strip()}"
-    elif cls is FailureClass.INFRASTRUCTURE:
+        text = f"{where} matched the repository's triage {sig} ({cls}): {ev.text.strip()}"
+    elif cls == "infrastructure":
         text = _infrastructure(sig, where, exit_code)
-    elif cls is FailureClass.TIMEOUT:
+    elif cls == "timeout":
         minutes = _MINUTES.search(ev.text) if ev else None
         if minutes:
             text = (
@@ -50,7 +50,7 @@ def summarize(
             )
         else:
             text = f"{where} hit its timeout-minutes; find what hangs, or raise the timeout"
-    elif cls is FailureClass.CANCELLED:
+    elif cls == "cancelled":
         if sig == "dependencies-cancelled":
             text = (
                 f"this gate job failed only because jobs it needs were cancelled ({where}); "
@@ -61,14 +61,14 @@ def summarize(
                 f"the job was cancelled during {where}; not a failure of the pull request: "
                 "re-run it if the run is still wanted"
             )
-    elif cls is FailureClass.POLICY:
+    elif cls == "policy":
         findings = [m for m in marks if m.kind == "quest"]
         first = findings[0].text.removeprefix("quest: ") if findings else (ev.text if ev else "")
         text = (
             f"quest check found {_count(len(findings) or 1, 'problem')} in {where}: {first}"
             f"{_more(len(findings))}; fix the quest tree (specs/quest.md)"
         )
-    elif cls is FailureClass.FLAKY:
+    elif cls == "flaky":
         word = _NETWORK_WORD.search(ev.text) if ev else None
         why = word.group(0) if word else "a network error"
         text = (

@@ -160,10 +160,10 @@ def test_readme_reference_is_generated_from_settings() -> None:
 
 
 def test_policy_reasons_override_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
-    from landbot.pipeline.process import policy_from
+    from landbot.land.model import Policy
 
     monkeypatch.setenv("LANDBOT_POLICY__REASONS", '{"checks_timed_out": "handback"}')
-    policy = policy_from(load_settings())
+    policy = Policy.from_settings(load_settings())
     assert policy.reasons["checks_timed_out"] == "handback"
     assert policy.reasons["manual"] == "ignore"  # the other defaults stay
 

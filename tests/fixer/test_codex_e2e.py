@@ -24,10 +24,11 @@ import pytest
 from landbot.config import FixerSettings, GitHubSettings, Settings
 from landbot.core.model import Drop, Evidence, JobFailure
 from landbot.fixer.agents import AgentUnavailable, CodexAgent, find_codex
-from landbot.fixer.job import JobLimits, run_fix_job
+from landbot.fixer.job import JobLimits
 from landbot.fixer.verdict import SCHEMA
 from landbot.git.workspace import Workspaces
 from landbot.github.client import GitHubClient
+from landbot.pipeline.fix import run_fix_job
 from landbot.sandbox.proxy import KEY_PLACEHOLDER
 from landbot.sandbox.runner import SandboxUnavailable, check_host
 from landbot.sim import FakeGitHub, FakeGitHubServer

@@ -23,10 +23,11 @@ import pytest
 from landbot.config import FixerSettings, GitHubSettings, Settings
 from landbot.core.model import Drop, Evidence, FixerResult, JobFailure
 from landbot.fixer.agents import Agent, Invocation, JobPaths, ModelAccess
-from landbot.fixer.job import JobLimits, run_fix_job
+from landbot.fixer.job import JobLimits
 from landbot.git.workspace import Workspaces
 from landbot.github.client import GitHubClient
 from landbot.github.models import PullState
+from landbot.pipeline.fix import run_fix_job
 from landbot.sandbox.runner import SandboxUnavailable, check_host
 from landbot.sim import FakeGitHub, FakeGitHubServer
 from landbot.sim.model_server import ModelScript, ScriptedModelServer

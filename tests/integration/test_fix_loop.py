@@ -70,7 +70,7 @@ def with_fixer(world: World, tmp_path: Path, script: str) -> None:
     lander = Lander(world.settings, world.store, world.client, fixer_enabled=True)
     world.lander = lander
     world.worker = Worker(
-        world.store, lambda: lander, fixer=make_fixer(world.settings, lambda: lander)
+        world.store, lambda: lander, fixer=make_fixer(world.settings, lambda: world.client)
     )
 
 

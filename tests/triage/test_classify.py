@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 
 from landbot.config import TriageRule
+from landbot.core.model import TriageClass
 from landbot.errors import LandbotError
-from landbot.triage import FailureClass, compile_rules, explain_log
-from landbot.triage.classify import RULE_CLASSES, SIGNATURES, classify
+from landbot.triage import compile_rules, explain_log
+from landbot.triage.classify import RULE_CLASSES, SIGNATURES, classify, pr_fault
 from landbot.triage.context import find_marks
 from landbot.triage.explain import LogExplanation
 from landbot.triage.log import parse_log
@@ -30,10 +33,10 @@ def signature(e: LogExplanation) -> str | None:
 
 # --- one positive case and one control per signature -----------------------------------
 
-POSITIVE: list[tuple[str, FailureClass, dict[str, object]]] = [
+POSITIVE: list[tuple[str, TriageClass, dict[str, object]]] = [
     (
         "runner-shutdown",
-        FailureClass.INFRASTRUCTURE,
+        "infrastructure",
         {
             "output": (
                 "##[error]The runner has received a shutdown signal. This can happen when the "
@@ -43,7 +46,7 @@ POSITIVE: list[tuple[str, FailureClass, dict[str, object]]] = [
     ),
     (
         "runner-lost-communication",
-        FailureClass.INFRASTRUCTURE,
+        "infrastructure",
         {
             "output": (
                 "The hosted runner: GitHub Actions 12 lost communication with the server. "
@@ -54,7 +57,7 @@ POSITIVE: list[tuple[str, FailureClass, dict[str, object]]] = [
     ),
     (
         "max-execution-time",
-        FailureClass.TIMEOUT,
+        "timeout",
         {
             "output": (
                 "##[error]The job running on runner GitHub Actions 7 has exceeded the maximum "
@@ -62,20 +65,20 @@ POSITIVE: list[tuple[str, FailureClass, dict[str, object]]] = [
             )
         },
     ),
-    ("step-timeout", FailureClass.TIMEOUT, {"output": ("##[error]The action has timed out.",)}),
+    ("step-timeout", "timeout", {"output": ("##[error]The action has timed out.",)}),
     (
         "step-timeout",
-        FailureClass.TIMEOUT,
+        "timeout",
         {"output": ("##[error]The action 'Run tests' has timed out after 10 minutes.",)},
     ),
     (
         "operation-cancelled",
-        FailureClass.CANCELLED,
+        "cancelled",
         {"output": ("##[error]The operation was canceled.",)},
     ),
     (
         "dependencies-cancelled",
-        FailureClass.CANCELLED,
+        "cancelled",
         {
             "command": "exit 1",
             "script": ('needs=\'{"test":{"result":"cancelled"},"lint":{"result":"success"}}\'',),
@@ -84,7 +87,7 @@ POSITIVE: list[tuple[str, FailureClass, dict[str, object]]] = [
     ),
     (
         "out-of-memory",
-        FailureClass.INFRASTRUCTURE,
+        "infrastructure",
         {
             "output": (
                 "/home/runner/work/_temp/a.sh: line 1:  2241 Killed   python train.py",
@@ -94,7 +97,7 @@ POSITIVE: list[tuple[str, FailureClass, dict[str, object]]] = [
     ),
     (
         "out-of-memory",
-        FailureClass.INFRASTRUCTURE,
+        "infrastructure",
         {
             "output": (
                 "FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory",
@@ -104,7 +107,7 @@ POSITIVE: list[tuple[str, FailureClass, dict[str, object]]] = [
     ),
     (
         "out-of-memory",
-        FailureClass.INFRASTRUCTURE,
+        "infrastructure",
         {
             "output": (
                 "c++: fatal error: Killed signal terminated program cc1plus",
@@ -115,22 +118,22 @@ POSITIVE: list[tuple[str, FailureClass, dict[str, object]]] = [
     ),
     (
         "no-space-left",
-        FailureClass.INFRASTRUCTURE,
+        "infrastructure",
         {"output": ("write /var/lib/docker/tmp/x: no space left on device", EXIT1)},
     ),
     (
         "no-space-left",
-        FailureClass.INFRASTRUCTURE,
+        "infrastructure",
         {"output": ("npm ERR! code ENOSPC", EXIT1)},
     ),
     (
         "quest-finding",
-        FailureClass.POLICY,
+        "policy",
         {"output": ("quest: quest/m0/a.md: quest title must be '# [XS|S|M|L|XL] Title'", EXIT1)},
     ),
     (
         "registry-network",
-        FailureClass.FLAKY,
+        "flaky",
         {
             "command": "npm ci",
             "output": ("npm error code ECONNRESET", "npm error network aborted", EXIT1),
@@ -138,7 +141,7 @@ POSITIVE: list[tuple[str, FailureClass, dict[str, object]]] = [
     ),
     (
         "registry-network",
-        FailureClass.FLAKY,
+        "flaky",
         {
             "command": "python -m pip install -r requirements.txt",
             "output": (
@@ -153,7 +156,7 @@ POSITIVE: list[tuple[str, FailureClass, dict[str, object]]] = [
     ),
     (
         "registry-network",
-        FailureClass.FLAKY,
+        "flaky",
         {
             "command": "./scripts/bootstrap",  # the registry shows in the lines around it
             "output": (
@@ -165,37 +168,37 @@ POSITIVE: list[tuple[str, FailureClass, dict[str, object]]] = [
     ),
     (
         "pytest-failed",
-        FailureClass.GENUINE,
+        "genuine",
         {"output": ("FAILED tests/test_a.py::test_b - assert 1 == 2", EXIT1)},
     ),
     (
         "pytest-failed",
-        FailureClass.GENUINE,
+        "genuine",
         {"output": ("ERROR tests/test_a.py - ImportError: cannot import name 'x'", EXIT1)},
     ),
     (
         "vitest-failed",
-        FailureClass.GENUINE,
+        "genuine",
         {"output": (" FAIL  src/a.test.ts > suite > works", "AssertionError: nope", EXIT1)},
     ),
     (
         "vitest-failed",
-        FailureClass.GENUINE,
+        "genuine",
         {"output": ("FAIL src/App.test.jsx (5.2 s)", "  ● App › renders", EXIT1)},
     ),
     (
         "go-test-failed",
-        FailureClass.GENUINE,
+        "genuine",
         {"output": ("--- FAIL: TestParse (0.00s)", "FAIL\texample.com/x\t0.01s", EXIT1)},
     ),
     (
         "cargo-test-failed",
-        FailureClass.GENUINE,
+        "genuine",
         {"output": ("test parse::tests::empty ... FAILED", "test result: FAILED. 3 passed", EXIT1)},
     ),
     (
         "python-traceback",
-        FailureClass.GENUINE,
+        "genuine",
         {
             "output": (
                 "Traceback (most recent call last):",
@@ -208,17 +211,17 @@ POSITIVE: list[tuple[str, FailureClass, dict[str, object]]] = [
     ),
     (
         "test-failed",
-        FailureClass.GENUINE,
+        "genuine",
         {"output": ("   × cart > applies the discount 4ms", EXIT1)},
     ),
-    ("step-error", FailureClass.GENUINE, {"output": ("make: *** [all] Error 2", EXIT1)}),
+    ("step-error", "genuine", {"output": ("make: *** [all] Error 2", EXIT1)}),
 ]
 
 
 @pytest.mark.parametrize(
     ("name", "cls", "case"), POSITIVE, ids=[f"{n}-{i}" for i, (n, _c, _k) in enumerate(POSITIVE)]
 )
-def test_signature_matches(name: str, cls: FailureClass, case: dict[str, object]) -> None:
+def test_signature_matches(name: str, cls: TriageClass, case: dict[str, object]) -> None:
     output = case["output"]
     assert isinstance(output, tuple)
     e = explain(
@@ -291,7 +294,7 @@ def test_signature_control(name: str, output: tuple[str, ...], command: str, ins
 
 def test_no_error_is_unknown_even_with_scary_words() -> None:
     e = explain("Killed 3 workers", "No space left on device (just kidding)", "ECONNRESET retry ok")
-    assert e.class_ is FailureClass.UNKNOWN
+    assert e.class_ == "unknown"
     assert e.error_lines == () and e.excerpt == () and e.evidence == ()
     assert e.step is None
     assert e.pr_fault is None
@@ -307,7 +310,7 @@ PRECEDENCE = [
             "##[error]Process completed with exit code 143.",
             "##[error]The operation was canceled.",
         ),
-        FailureClass.INFRASTRUCTURE,
+        "infrastructure",
         "runner-shutdown",
     ),
     (
@@ -316,12 +319,12 @@ PRECEDENCE = [
             "of 5 minutes.",
             "##[error]The operation was canceled.",
         ),
-        FailureClass.TIMEOUT,
+        "timeout",
         "max-execution-time",
     ),
     (
         ("FAILED tests/test_a.py::test_b - assert 1", "##[error]The operation was canceled."),
-        FailureClass.CANCELLED,
+        "cancelled",
         "operation-cancelled",
     ),
     (
@@ -330,29 +333,29 @@ PRECEDENCE = [
             "FAILED tests/test_a.py::test_b",
             "##[error]Process completed with exit code 137.",
         ),
-        FailureClass.INFRASTRUCTURE,
+        "infrastructure",
         "out-of-memory",
     ),
     (
         ("quest: quest/a.md: bad", "npm ERR! code ECONNRESET", EXIT1),
-        FailureClass.POLICY,
+        "policy",
         "quest-finding",
     ),
     (
         ("npm ERR! code ECONNRESET", "FAILED tests/x.py::t - boom", EXIT1),
-        FailureClass.FLAKY,
+        "flaky",
         "registry-network",
     ),
     (
         ("Traceback (most recent call last):", "ValueError: x", "FAILED tests/x.py::t", EXIT1),
-        FailureClass.GENUINE,
+        "genuine",
         "pytest-failed",
     ),
 ]
 
 
 @pytest.mark.parametrize(("output", "cls", "sig"), PRECEDENCE)
-def test_precedence(output: tuple[str, ...], cls: FailureClass, sig: str) -> None:
+def test_precedence(output: tuple[str, ...], cls: TriageClass, sig: str) -> None:
     e = explain(*output)
     assert (e.class_, signature(e)) == (cls, sig)
 
@@ -363,7 +366,7 @@ def test_signatures_after_the_failing_step_do_not_count() -> None:
         *run_step("upload", "##[error]The operation was canceled."),
     ]
     e = explain_log(gh_log(lines))
-    assert (e.class_, signature(e)) == (FailureClass.GENUINE, "pytest-failed")
+    assert (e.class_, signature(e)) == ("genuine", "pytest-failed")
     assert e.error_lines == (5, 6)
 
 
@@ -373,7 +376,7 @@ def test_signatures_after_the_failing_step_do_not_count() -> None:
 def test_rule_takes_precedence_over_builtins() -> None:
     rules = [TriageRule.model_validate({"pattern": r"^FAILED .*test_network_", "class": "flaky"})]
     e = explain("FAILED tests/test_x.py::test_network_fetch - timeout", EXIT1, rules=rules)
-    assert e.class_ is FailureClass.FLAKY
+    assert e.class_ == "flaky"
     assert e.evidence[0].signature == r"rule 1: /^FAILED .*test_network_/"
     assert e.evidence[0].line == 5
     assert "triage rule 1" in e.summary
@@ -396,26 +399,26 @@ def test_first_matching_rule_wins_and_rules_accept_mappings() -> None:
 def test_rules_do_not_see_the_echoed_script() -> None:
     rules = [{"pattern": "retry-me", "class": "flaky"}]
     e = explain("oops", EXIT1, script=("# retry-me",), rules=rules)
-    assert e.class_ is FailureClass.GENUINE
-    assert explain("retry-me", EXIT1, rules=rules).class_ is FailureClass.FLAKY  # control
+    assert e.class_ == "genuine"
+    assert explain("retry-me", EXIT1, rules=rules).class_ == "flaky"  # control
 
 
 def test_a_rule_cannot_blame_the_pr_for_a_cancelled_job() -> None:
     rules = [{"pattern": "canceled", "class": "genuine"}]
     e = explain("##[error]The operation was canceled.", rules=rules)
-    assert e.class_ is FailureClass.CANCELLED
+    assert e.class_ == "cancelled"
     assert [ev.signature for ev in e.evidence] == ["operation-cancelled", "rule 1: /canceled/"]
     assert e.pr_fault is False
     # A rule that does not blame the PR may still reclassify it.
     e2 = explain(
         "##[error]The operation was canceled.", rules=[{"pattern": "canceled", "class": "flaky"}]
     )
-    assert e2.class_ is FailureClass.FLAKY
+    assert e2.class_ == "flaky"
 
 
 def test_rules_never_invent_a_failure() -> None:
     e = explain("all fine", rules=[{"pattern": "fine", "class": "genuine"}])
-    assert e.class_ is FailureClass.UNKNOWN
+    assert e.class_ == "unknown"
 
 
 @pytest.mark.parametrize(
@@ -437,11 +440,11 @@ def test_bad_rules_fail_with_one_line(rule: dict[str, str], message: str) -> Non
 
 
 def test_rule_classes_are_every_class_but_unknown() -> None:
-    assert set(RULE_CLASSES) == {c.value for c in FailureClass} - {"unknown"}
+    assert set(RULE_CLASSES) == set(get_args(TriageClass)) - {"unknown"}
 
 
 def test_pr_fault_per_class() -> None:
-    assert {c.value: c.pr_fault for c in FailureClass} == {
+    assert {c: pr_fault(c) for c in get_args(TriageClass)} == {
         "genuine": True,
         "policy": True,
         "flaky": False,
@@ -457,4 +460,4 @@ def test_classify_is_pure_over_a_parsed_log() -> None:
     marks = find_marks(parsed)
     first = classify(parsed, marks)
     assert classify(parsed, marks) == first
-    assert first.class_ is FailureClass.POLICY
+    assert first.class_ == "policy"

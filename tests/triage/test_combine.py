@@ -9,9 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from landbot.core.model import JobFailure, TriageClass
+from landbot.core.model import NOT_ITS_FAULT, JobFailure, TriageClass
 from landbot.triage.combine import (
-    NOT_ITS_FAULT,
     PRIORITY,
     JobVerdict,
     describe,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from landbot.triage import FailureClass, explain_log
+from landbot.triage import explain_log
 from landbot.triage.log import parse_log
 
 from .conftest import FIXTURES
@@ -154,7 +154,7 @@ def test_quest_failure_maps_to_the_steps_display_name() -> None:
     assert e.step == "Check that the PR leaves its quest accurate"
     assert e.step_number == 5
     assert e.step_line == 97
-    assert e.class_ is FailureClass.POLICY
+    assert e.class_ == "policy"
     assert e.to_dict()["step"] == "Check that the PR leaves its quest accurate"
 
 
@@ -168,7 +168,7 @@ def test_the_already_on_base_finding_is_context_not_an_error() -> None:
 def test_cancelled_fixtures_never_blame_the_pr() -> None:
     for name in ("operation-canceled.log", "gate-cancelled.log"):
         e = explain_log((FIXTURES / name).read_bytes())
-        assert e.class_ is FailureClass.CANCELLED
+        assert e.class_ == "cancelled"
         assert e.pr_fault is False
         assert "not a failure of the pull request" in e.summary
         assert e.to_dict(full=True)["pr_fault"] is False
@@ -230,4 +230,4 @@ def test_a_cancelled_step_is_named_when_none_failed() -> None:
     ]
     e = explain_log((FIXTURES / "max-execution-time.log").read_bytes(), steps=steps)
     assert (e.step, e.step_number) == ("Integration tests", 4)
-    assert e.class_ is FailureClass.TIMEOUT
+    assert e.class_ == "timeout"

@@ -1,0 +1,54 @@
+"""A decision and the evidence it was made on, as the JSON saved on the drop before any
+action, so a worker killed at any point finishes the same plan instead of deciding again."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from landbot.core.model import Evidence, FailedCheck, FixerResult, JobFailure
+from landbot.land.model import Action, Decision, HandBack, Requeue, RunFixer, Status
+
+_ACTIONS: dict[str, type[Any]] = {
+    "Requeue": Requeue,
+    "RunFixer": RunFixer,
+    "HandBack": HandBack,
+    "Status": Status,
+}
+
+
+def plan_json(decision: Decision, evidence: Evidence, fixer: FixerResult | None) -> dict[str, Any]:
+    return {
+        "outcome": decision.outcome,
+        "why": decision.why,
+        "actions": [{"type": type(a).__name__, **dataclasses.asdict(a)} for a in decision.actions],
+        "evidence": dataclasses.asdict(evidence),
+        "fixer": dataclasses.asdict(fixer) if fixer else None,
+    }
+
+
+def plan_from(data: dict[str, Any]) -> tuple[Decision, Evidence, FixerResult | None]:
+    actions: list[Action] = []
+    for item in data["actions"]:
+        fields = {k: v for k, v in item.items() if k != "type"}
+        actions.append(_ACTIONS[item["type"]](**fields))
+    fixer = FixerResult(**data["fixer"]) if data.get("fixer") else None
+    return Decision(data["outcome"], tuple(actions), data["why"]), evidence_from(data), fixer
+
+
+def evidence_from(data: dict[str, Any]) -> Evidence:
+    """The evidence of a saved plan."""
+    ev = dict(data["evidence"])
+    ev["failed_checks"] = tuple(FailedCheck(**c) for c in ev.get("failed_checks", ()))
+    ev["jobs"] = tuple(
+        JobFailure(
+            **{
+                **j,
+                "error_lines": tuple(j["error_lines"]),
+                "excerpt": tuple(tuple(x) for x in j["excerpt"]),
+            }
+        )
+        for j in ev.get("jobs", ())
+    )
+    ev["conflict_files"] = tuple(ev.get("conflict_files", ()))
+    return Evidence(**ev)

@@ -1,0 +1,90 @@
+"""One land-fixer job, in order: re-read, check out, fix, re-read, publish.
+
+    result = run_fix_job(settings, client, workspaces, drop, evidence)   # -> FixerResult
+
+1. Re-read the pull request (its base and head branch; a head that moved ends the job).
+2. Check it out from the cached mirror (landbot/git/workspace.py); for a conflict, merge
+   the base on the host with the quest merge driver (a head that already contains the
+   base needs only the queue).
+3. The fixer proper on that checkout (landbot/fixer/job.py): the host's clean merge, or the
+   agent in the sandbox, and its verdict.
+4. For `fixed`: re-read the pull request and publish (landbot/land/publish.py): validate the
+   commits, push with a lease on the head the job started from, arm auto-merge.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from landbot.core.model import Drop, Evidence, FixerResult
+from landbot.fixer.job import JobLimits, fix_checkout
+from landbot.land.decide import conflict_already_merged, fix_head_moved
+from landbot.land.publish import publish
+
+if TYPE_CHECKING:
+    from landbot.config import Settings
+    from landbot.fixer.agents import Agent
+    from landbot.git.workspace import Workspaces
+    from landbot.github.ops import FixClient
+
+log = logging.getLogger("landbot.fixer.job")
+
+
+def run_fix_job(
+    settings: Settings,
+    client: FixClient,
+    workspaces: Workspaces,
+    drop: Drop,
+    evidence: Evidence,
+    *,
+    agent: Agent | None = None,
+    limits: JobLimits = JobLimits(),
+    model: str | None = None,
+) -> FixerResult:
+    """One land-fixer job for `drop` (see the module docstring); the result for the land
+    stage's decision.
+
+    Raises LandbotError when the job could not run (the host cannot sandbox, the agent is
+    not installed, git or GitHub failed); a refusal to publish comes back in `refused`.
+    """
+    pr = client.pull_request(drop.repo, drop.pr)
+    moved = fix_head_moved(drop, pr.head_oid)
+    if moved is not None:
+        return moved
+    with workspaces.job(
+        drop.repo,
+        drop.pr,
+        drop.head_sha,
+        pr.base_ref,
+        head_ref=pr.head_ref,
+        merge=drop.reason == "merge_conflict",
+        token=client.git_token(drop.repo),
+    ) as ws:
+        if ws.merge is not None and ws.merge.up_to_date:
+            return conflict_already_merged(pr.base_ref, ws.base_sha)
+        verdict = fix_checkout(
+            settings, ws, drop, evidence, pr.base_ref, agent=agent, limits=limits, model=model
+        )
+        if verdict.verdict != "fixed":
+            return FixerResult(verdict.verdict, verdict.summary, verdict.recommendation)
+        fresh = client.pull_request(drop.repo, drop.pr)
+        published = publish(client, ws, fresh, settings)
+    summary = verdict.summary
+    recommendation = verdict.recommendation
+    if published.auto_merge_error:
+        summary += f" (pushed, but auto-merge could not be armed: {published.auto_merge_error})"
+    if published.patch:
+        recommendation = "\n\n".join(
+            p for p in (recommendation, published.details("The fix as a patch")) if p
+        )
+    if published.refused:
+        log.warning("%s#%s: the fix was not published: %s", drop.repo, drop.pr, published.refused)
+    return FixerResult(
+        "fixed",
+        summary=summary,
+        recommendation=recommendation,
+        pushed_sha=published.pushed_sha,
+        refused=published.refused or "",
+        auto_merge_armed=published.auto_merge_error is None,
+    )
