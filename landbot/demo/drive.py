@@ -105,9 +105,8 @@ class Observer:
     def drop_states(self) -> dict[int, DropState]:
         out: dict[int, DropState] = {}
         for row in self.world.store.drops(self.world.repo.full_name):
-            m = row._mapping
-            out[int(m["id"])] = DropState(
-                int(m["pr"]), m["reason"], m["class"], m["outcome"], m["summary"], m["source"]
+            out[row.id] = DropState(
+                row.pr, row.reason, row.class_, row.outcome, row.summary, row.source
             )
         return out
 

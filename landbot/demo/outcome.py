@@ -17,6 +17,7 @@ from landbot.demo import project
 from landbot.demo.ci import CiRun
 from landbot.demo.world import World
 from landbot.land.comments import HANDBACK_MARKER, STATUS_MARKER
+from landbot.store.records import StoredJob
 
 LANDBOT_AUTHOR = "landbot"  # the name on the commits landbot's fixer makes
 
@@ -79,7 +80,9 @@ class PullRecord:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class StoryJudgement:
+    """Whether one pull request's story ended as described; if not, the problem in a line."""
+
     ok: bool
     problem: str = ""
 
@@ -96,11 +99,11 @@ def _has(pull: PullRecord, **want: Any) -> DropRecord | None:
     return None
 
 
-def judge(pull: PullRecord) -> Verdict:
+def judge(pull: PullRecord) -> StoryJudgement:
     """Whether `pull` ended as its story says (pure)."""
-    no = Verdict  # Verdict(False, why)
+    ok, no = StoryJudgement(True), StoryJudgement  # no(False, why)
     if pull.key == "prelude":
-        return Verdict(True) if pull.merged else no(False, "it did not merge")
+        return ok if pull.merged else no(False, "it did not merge")
     if pull.key == "flaky":
         # Re-enqueued by triage itself (no fixer job), as a failure not the PR's own.
         requeued = _has(
@@ -114,7 +117,7 @@ def judge(pull: PullRecord) -> Verdict:
             return no(False, "landbot did not re-enqueue it as a runner failure")
         if pull.handbacks():
             return no(False, "landbot handed it back")
-        return Verdict(True) if pull.merged else no(False, "it did not merge after the re-enqueue")
+        return ok if pull.merged else no(False, "it did not merge after the re-enqueue")
     if pull.key == "policy":
         if pull.merged:
             return no(False, "it merged with a broken quest tree")
@@ -130,20 +133,20 @@ def judge(pull: PullRecord) -> Verdict:
         missing = [f for f in pull.findings if not any(f in b for b in bodies)]
         if missing:
             return no(False, f"the hand-back does not quote {missing[0]!r}")
-        return Verdict(True)
+        return ok
     if pull.key == "conflict":
         if _has(pull, reason="merge_conflict", outcome="fixed", fix_mode="merge_driver") is None:
             return no(False, "landbot did not resolve the conflict with the quest merge driver")
         if not any(c.merge for c in pull.landbot_commits):
             return no(False, "landbot pushed no merge commit")
-        return Verdict(True) if pull.merged else no(False, "it did not merge after the fix")
+        return ok if pull.merged else no(False, "it did not merge after the fix")
     if pull.key == "genuine":
         fixed = _has(pull, reason="failed_checks", cls="genuine", outcome="fixed", fix_mode="agent")
         if fixed is None:
             return no(False, "landbot's fixer did not fix it")
         if not any(not c.merge for c in pull.landbot_commits):
             return no(False, "landbot pushed no fix commit")
-        return Verdict(True) if pull.merged else no(False, "it did not merge after the fix")
+        return ok if pull.merged else no(False, "it did not merge after the fix")
     return no(False, f"no story {pull.key!r}")
 
 
@@ -201,32 +204,31 @@ def _landbot_commits(world: World, first: str, last: str) -> tuple[CommitRecord,
     return tuple(out)
 
 
-def _fix_jobs(world: World) -> dict[int, Any]:
-    jobs: dict[int, Any] = {}
-    for row in world.store.jobs():
-        m = row._mapping
-        if m["kind"] == "fix" and m["drop_id"] is not None:
-            jobs[int(m["drop_id"])] = m
+def _fix_jobs(world: World) -> dict[int, StoredJob]:
+    jobs: dict[int, StoredJob] = {}
+    for job in world.store.jobs():
+        if job.kind == "fix" and job.drop_id is not None:
+            jobs[job.drop_id] = job
     return jobs
 
 
-def _drops(world: World, number: int, jobs: dict[int, Any]) -> tuple[DropRecord, ...]:
-    rows = [r._mapping for r in world.store.drops(world.repo.full_name) if r.pr == number]
+def _drops(world: World, number: int, jobs: dict[int, StoredJob]) -> tuple[DropRecord, ...]:
+    rows = [r for r in world.store.drops(world.repo.full_name) if r.pr == number]
     out: list[DropRecord] = []
-    for m in sorted(rows, key=lambda m: m["id"]):
-        job = jobs.get(int(m["id"]))
-        payload = job["payload"] if job is not None else None
-        plan = m["plan"] if isinstance(m["plan"], dict) else {}
+    for row in sorted(rows, key=lambda r: r.id):
+        job = jobs.get(row.id)
+        payload = job.payload if job is not None else None
+        plan = row.plan if isinstance(row.plan, dict) else {}
         out.append(
             DropRecord(
-                id=int(m["id"]),
-                reason=m["reason"],
-                cls=m["class"],
-                outcome=m["outcome"],
-                summary=m["summary"] or "",
-                source=m["source"],
+                id=row.id,
+                reason=row.reason,
+                cls=row.class_,
+                outcome=row.outcome,
+                summary=row.summary or "",
+                source=row.source,
                 fix_mode=payload.get("mode") if isinstance(payload, dict) else None,
-                fix_status=job["status"] if job is not None else None,
+                fix_status=job.status if job is not None else None,
                 fix=plan.get("fixer") if isinstance(plan.get("fixer"), dict) else None,
             )
         )

@@ -311,8 +311,6 @@ PULLS: tuple[PullSpec, ...] = (
     ),
 )
 
-STORIES = tuple(p.key for p in PULLS if p.key != "prelude")
-
 
 class GitFailed(RuntimeError):
     pass

@@ -17,6 +17,7 @@ from landbot.demo.agents import check_agent, prepare_agent
 from landbot.demo.drive import LogRelay, Reporter, drive, report_ci
 from landbot.demo.outcome import Outcome, collect
 from landbot.demo.world import open_pulls, open_world
+from landbot.errors import LandbotError
 
 MAX_STEPS = 200
 TIME_LIMIT = 240.0  # seconds; the demo takes well under a minute
@@ -62,8 +63,12 @@ def run_demo(
 ) -> Outcome:
     """The whole demo; raises LandbotError (one line) when this host cannot run it."""
     from landbot.sandbox.runner import check_host
+    from landbot.sim import missing_extra
 
     started = time.monotonic()
+    # First: a plain `pip install landbot` has no simulator, and the demo is built on it.
+    if missing_extra() is not None:
+        raise LandbotError("landbot demo needs the simulator: pip install 'landbot[sim]'")
     check_agent(agent)
     check_host()  # no sandbox, no demo: say so now, not after the queue ran
     with contextlib.ExitStack() as stack:

@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, cast, get_args
 
-VerdictName = Literal["fixed", "flaky", "needs_human"]
-VERDICTS: tuple[VerdictName, ...] = ("fixed", "flaky", "needs_human")
+from landbot.core.model import Verdict
+
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 
 MAX_VERDICT_BYTES = 64 * 1024  # a verdict is a few sentences; more is not a verdict
 MAX_SUMMARY_CHARS = 1000
@@ -58,7 +59,7 @@ class VerdictError(ValueError):
 
 @dataclass(frozen=True)
 class AgentVerdict:
-    verdict: VerdictName
+    verdict: Verdict
     summary: str
     recommendation: str = ""
     reproduced: bool = False
@@ -120,7 +121,7 @@ def parse_verdict(data: bytes) -> AgentVerdict:
     if not isinstance(reproduced, bool):
         raise VerdictError('its "reproduced" is missing or not true/false')
     return AgentVerdict(
-        verdict=cast(VerdictName, verdict),
+        verdict=cast(Verdict, verdict),
         summary=_clean(summary, MAX_SUMMARY_CHARS),
         recommendation=_clean(recommendation, MAX_RECOMMENDATION_CHARS),
         reproduced=reproduced,

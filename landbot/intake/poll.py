@@ -9,15 +9,10 @@ a webhook (same PR and reason, within minutes) is the same drop.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Protocol
 
-from landbot.github.models import PullRemovals
+from landbot.github.ops import SweepOps
 from landbot.intake.events import record_drop
 from landbot.store import Store
-
-
-class SweepOps(Protocol):
-    def queue_removals(self, repo: str, *, first: int = 50) -> list[PullRemovals]: ...
 
 
 def sweep(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from landbot.core.model import Drop, Evidence, FixerResult, JobFailure, PrSnapshot
+from landbot.land.model import HandBackTopic, StatusTopic
 
 STATUS_MARKER = "<!-- landbot:status -->"
 HANDBACK_MARKER = "<!-- landbot:handback -->"
@@ -42,7 +43,8 @@ def _removed(drop: Drop) -> str:
     return f"The merge queue removed this pull request at `{_short(drop.head_sha)}` because {why}."
 
 
-_STATUS_NEXT = {
+_STATUS_NEXT: dict[StatusTopic, str] = {
+    "requeued": "landbot put it back in the queue once for this commit.",
     "requeued_checks_timed_out": "landbot put it back in the queue once for this commit.",
     "requeued_roll_back": "landbot put it back in the queue once for this commit.",
     "requeued_not_its_fault": (
@@ -69,13 +71,13 @@ _STATUS_NEXT = {
 
 
 def render_status(
-    topic: str,
+    topic: StatusTopic,
     drop: Drop,
     pr: PrSnapshot,
     evidence: Evidence,
     fixer: FixerResult | None = None,
 ) -> str:
-    nxt = _STATUS_NEXT.get(topic, "landbot is looking at it.").format(
+    nxt = _STATUS_NEXT[topic].format(
         why=_inert(evidence.triage_reason) or evidence.triage_class or "not a test failure",
         pushed=_short(fixer.pushed_sha if fixer else None),
         author=pr.author,
@@ -83,7 +85,15 @@ def render_status(
     return f"{STATUS_MARKER}\n**landbot** · {_removed(drop)}\n\n{nxt}\n"
 
 
-_DECIDE = {
+_DECIDE: dict[HandBackTopic, str] = {
+    "removed": (
+        "landbot does not act on this removal by itself. Look at why GitHub removed it, then "
+        "put it back in the queue when it is ready."
+    ),
+    "requeued_again": (
+        "It was removed again after landbot re-enqueued it once. Look at why, then decide "
+        "whether to queue it again."
+    ),
     "failed_checks": "Fix the failing checks below, then put the pull request back in the queue.",
     "failed_checks_fixer_spent": (
         "landbot's fixer already had its attempt at this commit. Fix the failing checks "
@@ -204,7 +214,7 @@ def _reproduce(drop: Drop, pr: PrSnapshot, evidence: Evidence) -> list[str]:
 
 
 def render_handback(
-    topic: str,
+    topic: HandBackTopic,
     drop: Drop,
     pr: PrSnapshot,
     evidence: Evidence,
@@ -214,7 +224,7 @@ def render_handback(
         HANDBACK_MARKER,
         f"@{pr.author} {_removed(drop)} landbot hands it back to you.",
         "",
-        f"**What to decide:** {_DECIDE.get(topic, 'Look at the failure and decide what to do.')}",
+        f"**What to decide:** {_DECIDE[topic]}",
     ]
     if fixer is not None and (fixer.summary or fixer.recommendation or fixer.refused):
         parts.append("")

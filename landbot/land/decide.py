@@ -19,15 +19,30 @@ from __future__ import annotations
 from typing import Literal
 
 from landbot.core.model import Drop, Evidence, FixerResult, History, PrSnapshot
+from landbot.core.reasons import Reason
 from landbot.land.model import (
     Decision,
     HandBack,
+    HandBackTopic,
     Policy,
     ReasonAction,
     Requeue,
     RunFixer,
     Status,
+    StatusTopic,
 )
+
+# The topics of a reason the policy re-enqueues or hands back; any other reason a
+# maintainer routes there gets the general ones.
+_REASON_REQUEUE: dict[Reason, tuple[StatusTopic, HandBackTopic]] = {
+    "checks_timed_out": ("requeued_checks_timed_out", "checks_timed_out_again"),
+    "roll_back": ("requeued_roll_back", "roll_back_again"),
+}
+_REASON_HANDBACK: dict[Reason, HandBackTopic] = {
+    "branch_protections": "branch_protections",
+    "git_tree_invalid": "git_tree_invalid",
+    "invalid_merge_commit": "invalid_merge_commit",
+}
 
 # Permissions whose holders may ask landbot to retry from a pull request comment.
 WRITERS = frozenset({"admin", "maintain", "write"})
@@ -148,18 +163,23 @@ def decide(
     if action == "handback":
         return Decision(
             "handed_back",
-            (Status("handed_back"), HandBack(drop.reason)),
+            (Status("handed_back"), HandBack(_REASON_HANDBACK.get(drop.reason, "removed"))),
             f"removed for `{drop.reason}`: a person must look",
         )
     if action == "requeue":
-        return _requeue_or_hand_back(drop, history, policy, topic=drop.reason)
+        requeued, again = _REASON_REQUEUE.get(drop.reason, ("requeued", "requeued_again"))
+        return _requeue_or_hand_back(drop, history, policy, requeued, again)
 
     # action == "fix": failed checks or a conflict, where triage may still say "not its fault".
     if drop.reason == "failed_checks" and evidence.triage_class in policy.requeue_classes:
-        return _requeue_or_hand_back(drop, history, policy, topic="not_its_fault")
+        return _requeue_or_hand_back(
+            drop, history, policy, "requeued_not_its_fault", "not_its_fault_again"
+        )
     if drop.reason == "merge_conflict" and evidence.base_sha and not evidence.conflict_files:
         # Triage merged the base in and it went clean (the base moved on): just queue it.
-        return _requeue_or_hand_back(drop, history, policy, topic="conflict_gone")
+        return _requeue_or_hand_back(
+            drop, history, policy, "requeued_conflict_gone", "conflict_gone_again"
+        )
     if drop.reason == "failed_checks" and evidence.triage_class == "policy":
         return Decision(
             "handed_back",
@@ -169,40 +189,46 @@ def decide(
     return _fix_or_hand_back(drop, evidence, history, policy)
 
 
-def _requeue_or_hand_back(drop: Drop, history: History, policy: Policy, *, topic: str) -> Decision:
+def _requeue_or_hand_back(
+    drop: Drop, history: History, policy: Policy, requeued: StatusTopic, again: HandBackTopic
+) -> Decision:
     if history.requeues < policy.max_requeues_per_head:
         return Decision(
             "requeued",
-            (Requeue(drop.head_sha), Status(f"requeued_{topic}")),
+            (Requeue(drop.head_sha), Status(requeued)),
             f"re-enqueued ({history.requeues + 1} of {policy.max_requeues_per_head} for this head)",
         )
     return Decision(
         "handed_back",
-        (Status("handed_back"), HandBack(f"{topic}_again")),
+        (Status("handed_back"), HandBack(again)),
         "failed again after the automatic re-enqueue: a person must look",
     )
 
 
 def _fix_or_hand_back(drop: Drop, evidence: Evidence, history: History, policy: Policy) -> Decision:
-    topic = "conflict" if drop.reason == "merge_conflict" else "failed_checks"
+    conflict = drop.reason == "merge_conflict"
     # A conflict only in quest files needs no agent: the quest merge driver resolves it.
-    mechanical = drop.reason == "merge_conflict" and evidence.conflicts_all_quest
+    mechanical = conflict and evidence.conflicts_all_quest
     if not (policy.fixer_enabled or mechanical):
         return Decision(
             "handed_back",
-            (Status("handed_back"), HandBack(topic)),
+            (Status("handed_back"), HandBack("conflict" if conflict else "failed_checks")),
             "no fixer is configured: handed back",
         )
     if history.fixer_attempts >= policy.max_fixer_attempts_per_head:
+        spent: HandBackTopic = "conflict_fixer_spent" if conflict else "failed_checks_fixer_spent"
         return Decision(
             "handed_back",
-            (Status("handed_back"), HandBack(f"{topic}_fixer_spent")),
+            (Status("handed_back"), HandBack(spent)),
             "the fixer already had its attempt at this head",
         )
     mode: Literal["agent", "merge_driver"] = "merge_driver" if mechanical else "agent"
     return Decision(
         "pending",
-        (RunFixer(drop.head_sha, mode), Status(f"fixing_{topic}")),
+        (
+            RunFixer(drop.head_sha, mode),
+            Status("fixing_conflict" if conflict else "fixing_failed_checks"),
+        ),
         f"handed to the fixer ({mode})",
     )
 
@@ -250,7 +276,9 @@ def _after_fixer(drop: Drop, fixer: FixerResult, history: History, policy: Polic
             "the fixer said fixed but left no commit to publish",
         )
     if fixer.verdict == "flaky":
-        return _requeue_or_hand_back(drop, history, policy, topic="flaky_verdict")
+        return _requeue_or_hand_back(
+            drop, history, policy, "requeued_flaky_verdict", "flaky_verdict_again"
+        )
     return Decision(
         "handed_back",
         (Status("handed_back"), HandBack("needs_human")),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Literal, cast, get_args
 
 from landbot.core.model import NOT_ITS_FAULT, Outcome
 from landbot.core.reasons import Reason
@@ -70,18 +70,56 @@ class RunFixer:
     mode: Literal["agent", "merge_driver"]
 
 
+# Each topic has exactly one template in comments.py (a test holds the two together).
+StatusTopic = Literal[
+    "requeued",
+    "requeued_checks_timed_out",
+    "requeued_roll_back",
+    "requeued_not_its_fault",
+    "requeued_flaky_verdict",
+    "requeued_conflict_gone",
+    "fixing_failed_checks",
+    "fixing_conflict",
+    "fixed",
+    "handed_back",
+    "unknown_reason",
+]
+HandBackTopic = Literal[
+    "removed",
+    "requeued_again",
+    "failed_checks",
+    "failed_checks_fixer_spent",
+    "conflict",
+    "conflict_fixer_spent",
+    "checks_timed_out_again",
+    "roll_back_again",
+    "not_its_fault_again",
+    "conflict_gone_again",
+    "flaky_verdict_again",
+    "policy",
+    "needs_human",
+    "fix_refused",
+    "auto_merge_failed",
+    "branch_protections",
+    "git_tree_invalid",
+    "invalid_merge_commit",
+]
+STATUS_TOPICS: frozenset[StatusTopic] = frozenset(get_args(StatusTopic))
+HANDBACK_TOPICS: frozenset[HandBackTopic] = frozenset(get_args(HandBackTopic))
+
+
 @dataclass(frozen=True)
 class HandBack:
     """A new comment that mentions the author: `topic` picks the template."""
 
-    topic: str
+    topic: HandBackTopic
 
 
 @dataclass(frozen=True)
 class Status:
     """Edit the sticky status comment: `topic` picks the template."""
 
-    topic: str
+    topic: StatusTopic
 
 
 Action = Requeue | RunFixer | HandBack | Status

@@ -7,7 +7,16 @@ import dataclasses
 from typing import Any
 
 from landbot.core.model import Evidence, FailedCheck, FixerResult, JobFailure
-from landbot.land.model import Action, Decision, HandBack, Requeue, RunFixer, Status
+from landbot.land.model import (
+    HANDBACK_TOPICS,
+    STATUS_TOPICS,
+    Action,
+    Decision,
+    HandBack,
+    Requeue,
+    RunFixer,
+    Status,
+)
 
 _ACTIONS: dict[str, type[Any]] = {
     "Requeue": Requeue,
@@ -31,6 +40,15 @@ def plan_from(data: dict[str, Any]) -> tuple[Decision, Evidence, FixerResult | N
     actions: list[Action] = []
     for item in data["actions"]:
         fields = {k: v for k, v in item.items() if k != "type"}
+        # A plan saved before a topic was retired still finishes, with the general text.
+        if item["type"] == "Status" and fields.get("topic") not in STATUS_TOPICS:
+            fields["topic"] = (
+                "requeued" if str(fields.get("topic")).startswith("requeued_") else "handed_back"
+            )
+        if item["type"] == "HandBack" and fields.get("topic") not in HANDBACK_TOPICS:
+            fields["topic"] = (
+                "requeued_again" if str(fields.get("topic")).endswith("_again") else "removed"
+            )
         actions.append(_ACTIONS[item["type"]](**fields))
     fixer = FixerResult(**data["fixer"]) if data.get("fixer") else None
     return Decision(data["outcome"], tuple(actions), data["why"]), evidence_from(data), fixer

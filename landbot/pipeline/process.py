@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 
 from landbot.config import Settings
-from landbot.core.model import Drop, Evidence, FixerResult, History, PrSnapshot
+from landbot.core.model import Drop, Evidence, FixerResult, PrSnapshot
 from landbot.github.ops import GitHubOps
 from landbot.land import decide as d
 from landbot.land.act import Actor, Progress
@@ -23,24 +23,6 @@ from landbot.triage.gather import Gatherer
 
 log = logging.getLogger("landbot.pipeline")
 Gather = Callable[[GitHubOps, Store, Drop], Evidence]
-
-
-def drop_from_row(row: object) -> Drop:
-    # Transitional: the store hands back rows; the fields are the Drop's.
-    from typing import Any
-
-    r: Any = row
-    return Drop(
-        repo=r.repo,
-        pr=r.pr,
-        head_sha=r.head_sha,
-        reason=r.reason,
-        source=r.source,
-        raw_reason=r.raw_reason,
-        merge_group_sha=r.merge_group_sha,
-        observed_at=r.observed_at,
-        id=r.id,
-    )
 
 
 class Lander:
@@ -71,7 +53,7 @@ class Lander:
         row = self.store.drop(drop_id)
         if row is None:
             raise ValueError(f"no drop {drop_id}")
-        drop = drop_from_row(row)
+        drop = row.drop
         plan = row.plan
         pr: PrSnapshot | None
         if plan is not None and (fixer is None) == (plan.get("fixer") is None):
@@ -119,7 +101,7 @@ class Lander:
         if row is None:
             raise ValueError(f"no drop {drop_id}")
         evidence = evidence_from(row.plan) if row.plan is not None else Evidence()
-        drop = drop_from_row(row)
+        drop = row.drop
         return drop, evidence, d.confirm(drop, self.reread(drop), self.policy)
 
     def _decide(
@@ -134,6 +116,5 @@ class Lander:
         if known is None and d.needs_evidence(drop, pr, self.policy):
             self.progress(f"gathering evidence for {drop.repo}#{drop.pr} ({drop.reason})")
             evidence = self.gather(self.gh, self.store, drop)
-        budget = self.store.budget(drop.repo, drop.pr, drop.head_sha)
-        history = History(budget.requeues, budget.fixer_attempts)
+        history = self.store.budget(drop.repo, drop.pr, drop.head_sha)
         return d.decide(drop, pr, evidence, history, self.policy, fixer), evidence, pr

@@ -125,26 +125,24 @@ def resolve_repo(settings: Settings, repo: str | None) -> str:
 
 
 def status_rows(store: Store, repo: str | None) -> list[dict[str, Any]]:
-    rows = []
-    for d in store.drops(repo):
-        m = d._mapping
-        rows.append(
-            {
-                "id": m["id"],
-                "repo": m["repo"],
-                "pr": m["pr"],
-                "head_sha": m["head_sha"],
-                "reason": m["reason"],
-                "raw_reason": m["raw_reason"],
-                "source": m["source"],
-                "class": m["class"],
-                "outcome": m["outcome"],
-                "summary": m["summary"],
-                "observed_at": m["observed_at"].isoformat() if m["observed_at"] else None,
-                "updated_at": m["updated_at"].isoformat() if m["updated_at"] else None,
-            }
-        )
-    return rows
+    """`landbot status --json`: one object per drop, newest first (design.md "Formats")."""
+    return [
+        {
+            "id": d.id,
+            "repo": d.repo,
+            "pr": d.pr,
+            "head_sha": d.head_sha,
+            "reason": d.reason,
+            "raw_reason": d.raw_reason,
+            "source": d.source,
+            "class": d.class_,
+            "outcome": d.outcome,
+            "summary": d.summary,
+            "observed_at": d.observed_at.isoformat(),
+            "updated_at": d.updated_at.isoformat(),
+        }
+        for d in store.drops(repo)
+    ]
 
 
 def dumps(value: Any) -> str:

@@ -24,13 +24,14 @@ from landbot.intake import events
 from landbot.land.decide import job_failed
 from landbot.pipeline.commands import run_comment_command
 from landbot.pipeline.process import Lander
-from landbot.store import Lease, Store, utcnow
+from landbot.store import Lease, Store, StoredDelivery, utcnow
 
 log = logging.getLogger("landbot.worker")
 TRANSIENT = (NetworkError, ServerError, RateLimited)
 # Runs one land-fixer job: (the drop, the evidence its plan was decided on) → the result.
 FixRunner = Callable[[Drop, Evidence], FixerResult]
 MAX_ATTEMPTS = 5
+JobPayload = dict[str, Any]
 
 
 def failpoint_from_env() -> Callable[[str], None]:
@@ -109,8 +110,8 @@ class Worker:
                 log.exception("worker step failed")
                 stop.wait(max(self.idle_sleep, 2.0))
 
-    def _delivery(self, lease: Lease) -> None:
-        row: Any = lease.payload
+    def _delivery(self, lease: Lease[StoredDelivery]) -> None:
+        row = lease.payload
         try:
             delivery = events.parse(row.delivery_id, row.event, row.received_at, row.body)
             note = events.handle(delivery, self.store)
@@ -144,7 +145,7 @@ class Worker:
             done.set()
             thread.join()
 
-    def _job(self, lease: Lease) -> None:
+    def _job(self, lease: Lease[JobPayload]) -> None:
         if lease.attempts > MAX_ATTEMPTS:
             # Leased again and again without finishing: a job that kills its worker.
             self._failed(lease, RuntimeError(f"gave up after {lease.attempts - 1} attempts"))
@@ -152,7 +153,7 @@ class Worker:
         with self._holding(lease):
             self._run_job(lease)
 
-    def _run_job(self, lease: Lease) -> None:
+    def _run_job(self, lease: Lease[JobPayload]) -> None:
         payload: dict[str, Any] = lease.payload
         try:
             if lease.kind == "drop":
@@ -194,7 +195,7 @@ class Worker:
             return
         self.store.finish_job(lease.id, self.name, "done", result=result)
 
-    def _failed(self, lease: Lease, exc: Exception) -> None:
+    def _failed(self, lease: Lease[JobPayload], exc: Exception) -> None:
         log.error("job %s (%s) failed: %s", lease.id, lease.kind, exc)
         self.store.finish_job(lease.id, self.name, "failed", error=str(exc)[:2000])
         drop_id = lease.payload.get("drop_id") if isinstance(lease.payload, dict) else None

@@ -15,7 +15,8 @@ reached by landbot through `file:///ROOT/{owner}/{repo}.git`.
 Modules: model (FakeGitHub), state (data), git (git plumbing), scenarios (CI), merge_queue
 (queue simulation), payloads / fixtures / webhooks (JSON and deliveries), rest /
 graphql_* (the API), auth, faults (counts, failure injection), server, control.
-Imports here are lazy so `import landbot.sim.fixtures` stays light.
+Imports here are lazy so `import landbot.sim.fixtures` stays light. The simulator needs the
+`sim` extra (pip install 'landbot[sim]'); the product itself runs without it.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ if TYPE_CHECKING:
     from landbot.sim.scenarios import CheckScenario, CheckSpec, JobSpec, StepSpec, WorkflowSpec
     from landbot.sim.server import FakeGitHubServer
     from landbot.sim.webhooks import Delivery
+
+# The top-level modules of the `sim` extra in pyproject.toml. Outside landbot.sim and the demo
+# only the tests import them (landbot/github/documents.py's load_schema, lazily).
+EXTRA_MODULES = ("graphql",)
 
 _EXPORTS = {
     "FakeGitHub": "landbot.sim.model",
@@ -45,6 +50,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "EXTRA_MODULES",
     "CheckScenario",
     "CheckSpec",
     "Delivery",
@@ -57,7 +63,20 @@ __all__ = [
     "StepSpec",
     "Unprocessable",
     "WorkflowSpec",
+    "missing_extra",
 ]
+
+
+def missing_extra() -> str | None:
+    """The first module of the `sim` extra that cannot be imported, or None when all can."""
+    import importlib
+
+    for name in EXTRA_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            return name
+    return None
 
 
 def __getattr__(name: str) -> Any:

@@ -111,15 +111,6 @@ def delete_ref(git_dir: Path, ref: str) -> None:
     git(git_dir, "update-ref", "-d", ref, check=False)
 
 
-def list_refs(git_dir: Path, prefix: str = "refs/heads/") -> dict[str, str]:
-    text = out(git_dir, "for-each-ref", "--format=%(objectname) %(refname)", prefix)
-    refs: dict[str, str] = {}
-    for line in text.splitlines():
-        sha, _, name = line.partition(" ")
-        refs[name] = sha
-    return refs
-
-
 def _tree_from_files(git_dir: Path, parent: str | None, files: Mapping[str, FileContent]) -> str:
     """Write a tree: the parent's tree with `files` written over it (None deletes)."""
     with tempfile.TemporaryDirectory(prefix="landbot-fake-index-") as tmp:

@@ -9,19 +9,30 @@ A PR that git cannot merge is dropped with MERGE_CONFLICT before any group exist
 Every removal goes through `remove`, which does what GitHub does when a PR leaves the queue:
 the group is destroyed, a `RemovedFromMergeQueueEvent` joins the timeline, auto-merge is
 switched off (except after a merge or a head push) and `pull_request` `dequeued` is sent.
+
+The model (FakeGitHub) drives the queue and is passed in as a QueueWorld, so this module
+does not import it back.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from landbot.sim import git, payloads
 from landbot.sim.state import QUEUE_BOT, MergeGroup
 
 if TYPE_CHECKING:
-    from landbot.sim.model import FakeGitHub
-    from landbot.sim.state import MergeQueue, PullRequest, QueueEntry
+    from landbot.sim.ids import Clock
+    from landbot.sim.state import (
+        CheckRun,
+        MergeQueue,
+        PullRequest,
+        QueueEntry,
+        Repository,
+        TimelineEvent,
+    )
+    from landbot.sim.webhooks import Delivery
 
 # The webhook's upper-case reason and the timeline's lower-case string for each outcome.
 REASONS = {
@@ -45,11 +56,41 @@ class QueueStep:
     conflicts: tuple[str, ...] = ()
 
 
+class QueueWorld(payloads.World, Protocol):
+    """What the queue uses of the simulated GitHub: its clock, refs, timeline, CI, webhooks."""
+
+    clock: Clock
+
+    def _emit(self, event: str, payload: dict[str, Any]) -> Delivery: ...
+
+    def _write_branch(self, repo: Repository, branch: str, sha: str) -> str | None: ...
+
+    def _delete_branch(self, repo: Repository, branch: str) -> None: ...
+
+    def _timeline(
+        self, pr: PullRequest, typename: str, actor: str | None, **data: Any
+    ) -> TimelineEvent: ...
+
+    def _clear_auto_merge(self, pr: PullRequest, *, actor: str, reason: str | None) -> None: ...
+
+    def run_checks(
+        self,
+        repo: Repository,
+        sha: str,
+        *,
+        event: str,
+        head_branch: str,
+        pulls: tuple[int, ...] = (),
+    ) -> list[CheckRun]: ...
+
+    def checks_state(self, repo: Repository, sha: str) -> str: ...
+
+
 def group_ref(base: str, number: int, base_sha: str) -> str:
     return f"refs/heads/gh-readonly-queue/{base}/pr-{number}-{base_sha}"
 
 
-def step(gh: FakeGitHub, queue: MergeQueue) -> QueueStep | None:
+def step(gh: QueueWorld, queue: MergeQueue) -> QueueStep | None:
     if not queue.entries:
         return None
     entry = queue.entries[0]
@@ -58,7 +99,7 @@ def step(gh: FakeGitHub, queue: MergeQueue) -> QueueStep | None:
     return _decide(gh, queue, entry)
 
 
-def _build(gh: FakeGitHub, queue: MergeQueue, entry: QueueEntry) -> QueueStep:
+def _build(gh: QueueWorld, queue: MergeQueue, entry: QueueEntry) -> QueueStep:
     repo, pr = queue.repo, entry.pr
     git_dir = repo.require_git()
     base_sha = repo.known_refs[f"refs/heads/{queue.branch}"]
@@ -99,7 +140,7 @@ def _build(gh: FakeGitHub, queue: MergeQueue, entry: QueueEntry) -> QueueStep:
     return QueueStep(repo.full_name, queue.branch, pr.number, "built", None, sha)
 
 
-def _decide(gh: FakeGitHub, queue: MergeQueue, entry: QueueEntry) -> QueueStep:
+def _decide(gh: QueueWorld, queue: MergeQueue, entry: QueueEntry) -> QueueStep:
     repo, pr, group = queue.repo, entry.pr, entry.group
     assert group is not None
     state = gh.checks_state(repo, group.head_sha)
@@ -122,7 +163,7 @@ def _decide(gh: FakeGitHub, queue: MergeQueue, entry: QueueEntry) -> QueueStep:
     return QueueStep(repo.full_name, queue.branch, pr.number, "waiting", None, group.head_sha)
 
 
-def _merge(gh: FakeGitHub, queue: MergeQueue, entry: QueueEntry) -> QueueStep:
+def _merge(gh: QueueWorld, queue: MergeQueue, entry: QueueEntry) -> QueueStep:
     repo, pr, group = queue.repo, entry.pr, entry.group
     assert group is not None
     entry.state = "MERGEABLE"
@@ -152,7 +193,7 @@ def _merge(gh: FakeGitHub, queue: MergeQueue, entry: QueueEntry) -> QueueStep:
 
 
 def remove(
-    gh: FakeGitHub,
+    gh: QueueWorld,
     entry: QueueEntry,
     *,
     webhook_reason: str,
@@ -186,7 +227,7 @@ def remove(
     )
 
 
-def _destroy(gh: FakeGitHub, queue: MergeQueue, entry: QueueEntry, reason: str) -> None:
+def _destroy(gh: QueueWorld, queue: MergeQueue, entry: QueueEntry, reason: str) -> None:
     group = entry.group
     assert group is not None
     gh._emit(
@@ -207,14 +248,14 @@ def _destroy(gh: FakeGitHub, queue: MergeQueue, entry: QueueEntry, reason: str) 
     entry.state = "QUEUED"
 
 
-def base_moved(gh: FakeGitHub, queue: MergeQueue, new_sha: str) -> None:
+def base_moved(gh: QueueWorld, queue: MergeQueue, new_sha: str) -> None:
     """A push to the base branch: groups built on the old base are invalidated and rebuilt."""
     for entry in queue.entries:
         if entry.group is not None and entry.group.base_sha != new_sha:
             _destroy(gh, queue, entry, "invalidated")
 
 
-def merge_directly(gh: FakeGitHub, pr: PullRequest) -> bool:
+def merge_directly(gh: QueueWorld, pr: PullRequest) -> bool:
     """Auto-merge on a branch without a queue: GitHub merges the PR itself once checks pass."""
     repo = pr.repo
     base_sha = repo.known_refs[f"refs/heads/{pr.base_ref}"]

@@ -1,5 +1,23 @@
 """Durable state: deliveries, drops, jobs with leases, comments, budgets, the action ledger."""
 
-from landbot.store.store import Budget, Lease, Store, utcnow
+from landbot.store.records import (
+    StoreCounts,
+    StoredAction,
+    StoredDelivery,
+    StoredDrop,
+    StoredGroup,
+    StoredJob,
+)
+from landbot.store.store import Lease, Store, utcnow
 
-__all__ = ["Budget", "Lease", "Store", "utcnow"]
+__all__ = [
+    "Lease",
+    "Store",
+    "StoreCounts",
+    "StoredAction",
+    "StoredDelivery",
+    "StoredDrop",
+    "StoredGroup",
+    "StoredJob",
+    "utcnow",
+]

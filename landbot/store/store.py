@@ -11,11 +11,21 @@ import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic
 
 import sqlalchemy as sa
+from typing_extensions import TypeVar  # a TypeVar default (PEP 696) before Python 3.13
 
+from landbot.core.model import History
 from landbot.store import db
+from landbot.store.records import (
+    StoreCounts,
+    StoredAction,
+    StoredDelivery,
+    StoredDrop,
+    StoredGroup,
+    StoredJob,
+)
 from landbot.store.tables import (
     actions,
     budgets,
@@ -31,21 +41,27 @@ def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+def _fields(row: sa.Row[Any]) -> dict[str, Any]:
+    """A row's columns as record fields (column `class` is field `class_`)."""
+    return {("class_" if name == "class" else name): v for name, v in row._mapping.items()}
+
+
+# Defaults to Any so that a bare `Lease` annotation stays valid for code handling both kinds.
+P = TypeVar("P", default=Any)
+
+
 @dataclass(frozen=True)
-class Lease:
-    """A leased row (delivery or job): its id, what it holds, and which attempt this is."""
+class Lease(Generic[P]):
+    """A leased row (delivery or job): its id, what it holds, and which attempt this is.
+
+    `payload` is the whole `StoredDelivery` for a delivery, the job's JSON payload for a job.
+    """
 
     id: int
     kind: str
-    payload: Any
+    payload: P
     attempts: int
     owner: str
-
-
-@dataclass(frozen=True)
-class Budget:
-    requeues: int = 0
-    fixer_attempts: int = 0
 
 
 class Store:
@@ -118,11 +134,12 @@ class Store:
             # A row comes back only when it was inserted (rowcount is -1 with RETURNING).
             return conn.execute(self._insert_delivery, values).first() is not None
 
-    def lease_delivery(self, owner: str, ttl: dt.timedelta) -> Lease | None:
+    def lease_delivery(self, owner: str, ttl: dt.timedelta) -> Lease[StoredDelivery] | None:
         row = self._lease(deliveries, owner, ttl)
         if row is None:
             return None
-        return Lease(row.id, row.event, row, row.attempts, owner)
+        delivery = StoredDelivery(**_fields(row))
+        return Lease(delivery.id, delivery.event, delivery, delivery.attempts, owner)
 
     def finish_delivery(
         self, delivery_row_id: int, owner: str, status: str = "done", error: str | None = None
@@ -172,13 +189,14 @@ class Store:
         kinds: tuple[str, ...] | None = None,
         *,
         cap: tuple[str, int] | None = None,
-    ) -> Lease | None:
+    ) -> Lease[dict[str, Any]] | None:
         """Lease the oldest runnable job. `cap=(kind, n)`: no job of `kind` is handed out
         while n of them are leased by any worker (the fixer's concurrency)."""
         row = self._lease(jobs, owner, ttl, kinds=kinds, cap=cap)
         if row is None:
             return None
-        return Lease(row.id, row.kind, row.payload, row.attempts, owner)
+        job = StoredJob(**_fields(row))
+        return Lease(job.id, job.kind, job.payload, job.attempts, owner)
 
     def renew_lease(self, table: str, row_id: int, owner: str, ttl: dt.timedelta) -> bool:
         t = {"jobs": jobs, "deliveries": deliveries}[table]
@@ -245,16 +263,17 @@ class Store:
                 )
             return res.rowcount
 
-    def job(self, job_id: int) -> sa.Row[Any] | None:
+    def job(self, job_id: int) -> StoredJob | None:
         with self.engine.connect() as conn:
-            return conn.execute(sa.select(jobs).where(jobs.c.id == job_id)).first()
+            row = conn.execute(sa.select(jobs).where(jobs.c.id == job_id)).first()
+        return StoredJob(**_fields(row)) if row is not None else None
 
-    def jobs(self, status: str | None = None) -> list[sa.Row[Any]]:
+    def jobs(self, status: str | None = None) -> list[StoredJob]:
         q = sa.select(jobs).order_by(jobs.c.id)
         if status is not None:
             q = q.where(jobs.c.status == status)
         with self.engine.connect() as conn:
-            return list(conn.execute(q))
+            return [StoredJob(**_fields(row)) for row in conn.execute(q)]
 
     # --- drops -----------------------------------------------------------------------
 
@@ -321,17 +340,18 @@ class Store:
                 drops.update().where(drops.c.id == drop_id).values(**values, updated_at=utcnow())
             )
 
-    def drop(self, drop_id: int) -> sa.Row[Any] | None:
+    def drop(self, drop_id: int) -> StoredDrop | None:
         with self.engine.connect() as conn:
-            return conn.execute(sa.select(drops).where(drops.c.id == drop_id)).first()
+            row = conn.execute(sa.select(drops).where(drops.c.id == drop_id)).first()
+        return StoredDrop(**_fields(row)) if row is not None else None
 
-    def drops(self, repo: str | None = None, limit: int = 200) -> list[sa.Row[Any]]:
+    def drops(self, repo: str | None = None, limit: int = 200) -> list[StoredDrop]:
         """Drops, newest first."""
         q = sa.select(drops).order_by(drops.c.observed_at.desc(), drops.c.id.desc()).limit(limit)
         if repo is not None:
             q = q.where(drops.c.repo == repo)
         with self.engine.connect() as conn:
-            return list(conn.execute(q))
+            return [StoredDrop(**_fields(row)) for row in conn.execute(q)]
 
     def link_removal(
         self,
@@ -447,16 +467,15 @@ class Store:
                 .values(failures=[*failures, dict(failure)], updated_at=now)
             )
 
-    def groups_for(self, repo: str, pr: int) -> list[sa.Row[Any]]:
+    def groups_for(self, repo: str, pr: int) -> list[StoredGroup]:
         """The merge groups that tested `pr`, newest first."""
+        q = (
+            sa.select(merge_groups)
+            .where(merge_groups.c.repo == repo, merge_groups.c.pr == pr)
+            .order_by(merge_groups.c.id.desc())
+        )
         with self.engine.connect() as conn:
-            return list(
-                conn.execute(
-                    sa.select(merge_groups)
-                    .where(merge_groups.c.repo == repo, merge_groups.c.pr == pr)
-                    .order_by(merge_groups.c.id.desc())
-                )
-            )
+            return [StoredGroup(**_fields(row)) for row in conn.execute(q)]
 
     # --- comments --------------------------------------------------------------------
 
@@ -498,18 +517,20 @@ class Store:
 
     # --- budgets ---------------------------------------------------------------------
 
-    def budget(self, repo: str, pr: int, head_sha: str) -> Budget:
+    def budget(self, repo: str, pr: int, head_sha: str) -> History:
+        """Requeues and fixer attempts spent on this PR head (none yet: zeros)."""
         with self.engine.connect() as conn:
             row = conn.execute(
                 sa.select(budgets.c.requeues, budgets.c.fixer_attempts).where(
                     budgets.c.repo == repo, budgets.c.pr == pr, budgets.c.head_sha == head_sha
                 )
             ).first()
-        return Budget(int(row.requeues), int(row.fixer_attempts)) if row else Budget()
+        return History(int(row.requeues), int(row.fixer_attempts)) if row else History()
 
     def spend(
         self, repo: str, pr: int, head_sha: str, *, requeues: int = 0, fixes: int = 0
-    ) -> Budget:
+    ) -> History:
+        """Spend from this PR head's budget; returns what is spent now, this included."""
         now = utcnow()
         key = (budgets.c.repo == repo, budgets.c.pr == pr, budgets.c.head_sha == head_sha)
         with self.tx() as conn:
@@ -536,7 +557,7 @@ class Store:
             row = conn.execute(
                 sa.select(budgets.c.requeues, budgets.c.fixer_attempts).where(*key)
             ).one()
-        return Budget(int(row.requeues), int(row.fixer_attempts))
+        return History(int(row.requeues), int(row.fixer_attempts))
 
     def reset_budget(self, repo: str, pr: int, head_sha: str) -> None:
         with self.tx() as conn:
@@ -547,11 +568,6 @@ class Store:
             )
 
     # --- action ledger ---------------------------------------------------------------
-
-    def action_status(self, key: str) -> str | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.select(actions.c.status).where(actions.c.key == key)).first()
-            return str(row.status) if row else None
 
     def begin_action(self, key: str, kind: str, drop_id: int | None = None) -> str:
         """Claim side effect `key`. Returns "new", or the status it already has
@@ -581,12 +597,29 @@ class Store:
                 .values(status=status, result=result, updated_at=utcnow())
             )
 
-    def actions(self, drop_id: int | None = None) -> list[sa.Row[Any]]:
+    def actions(self, drop_id: int | None = None) -> list[StoredAction]:
         q = sa.select(actions).order_by(actions.c.id)
         if drop_id is not None:
             q = q.where(actions.c.drop_id == drop_id)
         with self.engine.connect() as conn:
-            return list(conn.execute(q))
+            return [StoredAction(**_fields(row)) for row in conn.execute(q)]
+
+    # --- counts ----------------------------------------------------------------------
+
+    def counts(self) -> StoreCounts:
+        """Drops by outcome, jobs and deliveries by status: one GROUP BY per table, so a
+        busy store is counted whole (`drops()` stops at its limit)."""
+
+        def by(conn: sa.Connection, column: sa.Column[str]) -> dict[str, int]:
+            rows = conn.execute(sa.select(column, sa.func.count()).group_by(column))
+            return {str(key): int(n) for key, n in rows}
+
+        with self.engine.connect() as conn:
+            return StoreCounts(
+                drops=by(conn, drops.c.outcome),
+                jobs=by(conn, jobs.c.status),
+                deliveries=by(conn, deliveries.c.status),
+            )
 
     # --- leasing ---------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from landbot.config import Settings
-from landbot.store import Store
+from landbot.store import Store, StoredDrop
 from landbot.web import dashboard, metrics
 from landbot.web.body import MAX_BODY_BYTES, BadContentLength, BodyTooLarge, read_capped
 from landbot.web.signature import header_problem, signature_matches
@@ -243,9 +243,8 @@ class _Receiver:
         return Response(text, media_type=metrics.CONTENT_TYPE)
 
     async def dashboard(self, request: Request) -> Response:
-        def read() -> tuple[list[dict[str, Any]], metrics.StoreGauges]:
-            rows = self.store.drops(limit=DASHBOARD_ROWS)
-            return [dict(r._mapping) for r in rows], store_gauges(self.store)
+        def read() -> tuple[list[StoredDrop], metrics.StoreGauges]:
+            return self.store.drops(limit=DASHBOARD_ROWS), store_gauges(self.store)
 
         done, result = await self._in_thread(read)
         headers = {"Content-Security-Policy": dashboard.CSP, "X-Content-Type-Options": "nosniff"}

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import datetime as dt
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
+from landbot.store import StoredDrop
 from landbot.web.metrics import StoreGauges
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
@@ -48,12 +49,11 @@ def _when(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _pr_cell(row: Mapping[str, Any], base: str | None) -> str:
-    number = _e(row.get("pr"))
-    repo = row.get("repo")
-    if base is None or not isinstance(repo, str):
+def _pr_cell(row: StoredDrop, base: str | None) -> str:
+    number = _e(row.pr)
+    if base is None:
         return f"#{number}"
-    href = f"{base}/{quote(repo, safe='/')}/pull/{quote(str(row.get('pr')), safe='')}"
+    href = f"{base}/{quote(row.repo, safe='/')}/pull/{quote(str(row.pr), safe='')}"
     return f'<a href="{_e(href)}">#{number}</a>'
 
 
@@ -65,13 +65,13 @@ def _summary(value: Any) -> str:
 
 
 def render(
-    drops: Sequence[Mapping[str, Any]],
+    drops: Sequence[StoredDrop],
     gauges: StoreGauges | None,
     *,
     api_url: str = "https://api.github.com",
     now: dt.datetime | None = None,
 ) -> str:
-    """The whole page. `drops` are store rows as mappings, newest first."""
+    """The whole page. `drops` are the store's, newest first."""
     base = web_url(api_url)
     counts = ""
     if gauges is not None:
@@ -82,17 +82,17 @@ def render(
         counts = f'<p class="counts">{"".join(parts)}</p>'
     rows = []
     for row in drops:
-        head = str(row.get("head_sha") or "")
+        head = row.head_sha
         rows.append(
             "<tr>"
-            f"<td>{_e(row.get('repo'))}</td>"
+            f"<td>{_e(row.repo)}</td>"
             f"<td>{_pr_cell(row, base)}</td>"
             f'<td><code title="{_e(head)}">{_e(head[:10])}</code></td>'
-            f"<td>{_e(row.get('reason'))}</td>"
-            f"<td>{_e(row.get('class'))}</td>"
-            f"<td>{_e(row.get('outcome'))}</td>"
-            f"<td>{_e(_when(row.get('updated_at')))}</td>"
-            f"<td>{_summary(row.get('summary'))}</td>"
+            f"<td>{_e(row.reason)}</td>"
+            f"<td>{_e(row.class_)}</td>"
+            f"<td>{_e(row.outcome)}</td>"
+            f"<td>{_e(_when(row.updated_at))}</td>"
+            f"<td>{_summary(row.summary)}</td>"
             "</tr>"
         )
     body = "\n".join(rows) if rows else '<tr><td colspan="8">No drops recorded yet.</td></tr>'

@@ -61,7 +61,7 @@ def test_a_ci_failure_is_explained_from_the_job_log(world: World) -> None:
     cost = world.calls() - before
 
     [drop] = world.store.drops()
-    assert (drop.reason, drop.outcome, drop._mapping["class"]) == (
+    assert (drop.reason, drop.outcome, drop.class_) == (
         "failed_checks",
         "handed_back",
         "genuine",
@@ -163,3 +163,27 @@ def test_the_cap_is_a_setting_of_the_gatherer(world: World) -> None:
     assert count(world, LOGS_ROUTE) == 7
     assert evidence_of(drop)["triage_class"] == "flaky"
     assert drop.outcome == "requeued" and world.mutations() == ["EnqueuePullRequest"]
+
+
+def test_an_opted_out_pr_is_ignored_before_any_log_is_read(world: World) -> None:
+    """The skip label is part of the re-read: triage (job reads, log downloads, a fetch)
+    runs only for a drop that still holds."""
+    pr, _ = queue_and_fail(world, "feat-skip-fail", PYTEST)
+    world.gh.add_label(pr, "landbot:skip")
+    world.settle()
+    [drop] = world.store.drops()
+    assert drop.outcome == "ignored" and "landbot:skip" in drop.summary
+    assert (count(world, JOB_ROUTE), count(world, LOGS_ROUTE), count(world, RUN_JOBS_ROUTE)) == (
+        0,
+        0,
+        0,
+    )
+    assert world.mutations() == [] and world.bot_comments(pr.number) == []
+
+
+def test_control_the_same_drop_without_the_label_reads_its_log(world: World) -> None:
+    queue_and_fail(world, "feat-noskip-fail", PYTEST)
+    world.settle()
+    [drop] = world.store.drops()
+    assert drop.outcome == "handed_back"
+    assert count(world, LOGS_ROUTE) == 1

@@ -18,6 +18,7 @@ from landbot.land.comments import (
     render_handback,
     render_status,
 )
+from landbot.land.model import HANDBACK_TOPICS, STATUS_TOPICS
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 HEAD = "0123456789abcdef0123456789abcdef01234567"
@@ -59,14 +60,28 @@ def check_snapshot(name: str, text: str) -> None:
     assert text == path.read_text()
 
 
-@pytest.mark.parametrize("topic", sorted(_STATUS_NEXT))
+def test_every_topic_has_exactly_one_template() -> None:
+    # A topic without a template would fail at the moment landbot comments; one without a
+    # topic is text no decision can reach.
+    assert set(_STATUS_NEXT) == STATUS_TOPICS
+    assert set(_DECIDE) == HANDBACK_TOPICS
+
+
+def test_a_topic_without_a_template_is_an_error_not_a_fallback() -> None:
+    with pytest.raises(KeyError):
+        render_status("requeued_manual", DROP, PR, JOBS)  # type: ignore[arg-type]
+    with pytest.raises(KeyError):
+        render_handback("manual_again", DROP, PR, JOBS)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("topic", sorted(STATUS_TOPICS))
 def test_status_snapshots(topic: str) -> None:
     text = render_status(topic, DROP, PR, JOBS, FixerResult("fixed", pushed_sha="f" * 40))
     assert text.startswith(STATUS_MARKER + "\n")
     check_snapshot(f"status-{topic}", text)
 
 
-@pytest.mark.parametrize("topic", sorted(_DECIDE))
+@pytest.mark.parametrize("topic", sorted(HANDBACK_TOPICS))
 def test_handback_snapshots(topic: str) -> None:
     reason = "merge_conflict" if topic.startswith("conflict") else DROP.reason
     evidence = (

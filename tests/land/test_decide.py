@@ -9,10 +9,38 @@ from typing import get_args
 
 import pytest
 
-from landbot.core.model import Drop, Evidence, FixerResult, History, PrSnapshot, TriageClass
+from landbot.core.model import (
+    Drop,
+    Evidence,
+    FixerResult,
+    History,
+    PrSnapshot,
+    Source,
+    TriageClass,
+)
 from landbot.core.reasons import REASONS, normalize
-from landbot.land.decide import confirm, decide
-from landbot.land.model import HandBack, Policy, Requeue, RunFixer, Status
+from landbot.land.decide import (
+    command_allowed,
+    confirm,
+    conflict_already_merged,
+    decide,
+    fix_head_moved,
+    job_failed,
+    needs_evidence,
+    taken_away,
+    without_look,
+)
+from landbot.land.model import (
+    DEFAULT_REASON_ACTIONS,
+    HANDBACK_TOPICS,
+    STATUS_TOPICS,
+    HandBack,
+    Policy,
+    ReasonAction,
+    Requeue,
+    RunFixer,
+    Status,
+)
 
 HEAD = "a" * 40
 OTHER = "b" * 40
@@ -342,3 +370,105 @@ def test_a_conflict_that_is_gone_is_requeued_once() -> None:
     still = Evidence(base_sha="c" * 40, conflict_files=("app.py",))
     d = decide(conflict, OPEN, still, History(), Policy(fixer_enabled=True))
     assert kinds(d) == [("RunFixer", "agent"), ("Status", "fixing_conflict")]
+
+
+# --- every topic a decision names has a template; every policy a maintainer can write ------
+
+ACTIONS = get_args(ReasonAction)
+SOURCES = get_args(Source)
+
+
+def test_every_decision_under_every_policy_names_a_known_topic() -> None:
+    """A maintainer may route any reason to any action ([policy.reasons]), and a person may
+    retry any drop: whatever the route, the comment's topic is one with a template."""
+    seen: set[str] = set()
+    for reason, action, source in itertools.product(REASONS, ACTIONS, SOURCES):
+        policy = Policy(reasons={**DEFAULT_REASON_ACTIONS, reason: action}, fixer_enabled=True)
+        drop = replace(DROP, reason=reason, raw_reason=reason.upper(), source=source)
+        for cls, hist, result in itertools.product(CLASSES, HISTORIES, FIXER_RESULTS):
+            d = decide(drop, OPEN, Evidence(triage_class=cls), hist, policy, result)
+            for a in d.actions:
+                if isinstance(a, Status):
+                    assert a.topic in STATUS_TOPICS, (reason, action, source, a)
+                    seen.add(f"status:{a.topic}")
+                if isinstance(a, HandBack):
+                    assert a.topic in HANDBACK_TOPICS, (reason, action, source, a)
+                    seen.add(f"handback:{a.topic}")
+    # The walk reaches the general topics too (the control that it walks overrides at all).
+    assert {"status:requeued", "handback:requeued_again", "handback:removed"} <= seen
+
+
+def test_a_person_retrying_an_ignored_reason_requeues_it_with_the_general_topic() -> None:
+    for source in ("command", "operator"):
+        drop = replace(DROP, reason="manual", source=source)
+        d = decide(drop, OPEN, Evidence(), History(), Policy())
+        assert d.outcome == "requeued"
+        assert kinds(d) == [("Requeue", ""), ("Status", "requeued")]
+    # The control: the same removal seen by a door is ignored, with no look at GitHub.
+    for source in ("webhook", "poll"):
+        drop = replace(DROP, reason="manual", source=source)
+        assert decide(drop, OPEN, Evidence(), History(), Policy()).outcome == "ignored"
+
+
+# --- the decisions around decide ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("reason", REASONS)
+def test_without_look_only_for_a_reason_the_policy_ignores_from_a_door(
+    reason: str, source: str
+) -> None:
+    drop = replace(DROP, reason=reason, source=source)
+    early = without_look(drop, Policy())
+    door = source in ("webhook", "poll")
+    if door and DEFAULT_REASON_ACTIONS[reason] == "ignore":  # type: ignore[index]
+        assert early is not None and early.outcome == "ignored" and early.actions == ()
+    else:
+        assert early is None
+    # After the fixer the PR is always re-read.
+    assert without_look(drop, Policy(), FixerResult("fixed")) is None
+
+
+@pytest.mark.parametrize("state", sorted(STALE))
+def test_triage_runs_only_for_a_drop_that_still_holds(state: str) -> None:
+    assert not needs_evidence(DROP, STALE[state], Policy())
+    # The skip label is honoured before any log is downloaded (it used to be forgotten).
+    assert needs_evidence(DROP, OPEN, Policy())  # the control
+
+
+@pytest.mark.parametrize("state", sorted(STALE))
+def test_a_saved_plan_is_taken_away_only_by_a_person(state: str) -> None:
+    gone = taken_away(STALE[state], Policy())
+    if state in ("merged", "closed", "skip"):
+        assert gone is not None and gone.outcome == "ignored" and gone.actions == ()
+    else:  # the plan's own re-enqueue or push moved it
+        assert gone is None
+    assert taken_away(OPEN, Policy()) is None
+
+
+@pytest.mark.parametrize("permission", ["admin", "maintain", "write", "triage", "read", "none"])
+def test_only_writers_may_command(permission: str) -> None:
+    assert command_allowed(permission) == (permission in ("admin", "maintain", "write"))
+
+
+def test_a_job_that_cannot_finish_fails_its_drop() -> None:
+    d = job_failed("the host cannot sandbox")
+    assert d.outcome == "failed" and d.actions == () and d.why == "the host cannot sandbox"
+
+
+def test_the_fixer_stops_on_a_moved_head_and_passes_an_unmoved_one() -> None:
+    assert fix_head_moved(DROP, HEAD) is None
+    moved = fix_head_moved(DROP, OTHER)
+    assert moved is not None and moved.verdict == "needs_human" and moved.pushed_sha is None
+    assert moved.refused and OTHER[:12] in moved.refused and HEAD[:12] in moved.refused
+    # Through the decision, it is handed back as refused, never published.
+    d = decide(DROP, OPEN, Evidence(), History(), Policy(fixer_enabled=True), moved)
+    assert kinds(d) == [("Status", "handed_back"), ("HandBack", "fix_refused")]
+
+
+def test_a_conflict_already_merged_only_needs_the_queue() -> None:
+    result = conflict_already_merged("main", "c" * 40)
+    assert result.verdict == "flaky" and "main" in result.summary
+    conflict = replace(DROP, reason="merge_conflict")
+    d = decide(conflict, OPEN, Evidence(), History(), Policy(fixer_enabled=True), result)
+    assert d.outcome == "requeued"

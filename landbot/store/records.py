@@ -1,0 +1,138 @@
+"""What the store hands back: one frozen record per row kind, attribute names = column names.
+
+These live in store/, not core/: they are rows as stored (ids, leases, statuses, timestamps),
+which only the pipeline, the web pages and the demo read. The stage-neutral value inside a
+drop row is the core `Drop` (`StoredDrop.drop`); a budget row is the core `History`.
+
+Values are read back as the store wrote them (the Literal-typed fields are not re-checked).
+The one name that differs from its column is `class_` (column `class`, a Python keyword).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from landbot.core.model import Drop, Outcome, Source, TriageClass
+from landbot.core.reasons import Reason
+
+
+@dataclass(frozen=True)
+class StoredDrop:
+    """A row of `drops`: the drop as reported, and what landbot made of it so far."""
+
+    id: int
+    repo: str
+    pr: int
+    head_sha: str
+    merge_group_sha: str | None
+    reason: Reason
+    raw_reason: str | None
+    source: Source
+    dedupe_key: str
+    class_: TriageClass | None
+    outcome: Outcome
+    summary: str | None
+    evidence: dict[str, Any] | None
+    plan: dict[str, Any] | None  # the decision, saved before acting
+    delivery_id: str | None  # the webhook that reported it
+    removal_id: str | None  # the timeline event that reported it
+    observed_at: dt.datetime
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+    @property
+    def drop(self) -> Drop:
+        """The core value every stage works from (the store keeps no base ref)."""
+        return Drop(
+            repo=self.repo,
+            pr=self.pr,
+            head_sha=self.head_sha,
+            reason=self.reason,
+            source=self.source,
+            raw_reason=self.raw_reason,
+            merge_group_sha=self.merge_group_sha,
+            observed_at=self.observed_at,
+            id=self.id,
+        )
+
+
+@dataclass(frozen=True)
+class StoredJob:
+    """A row of `jobs`: a durable work item and its lease."""
+
+    id: int
+    kind: str
+    dedupe_key: str | None
+    drop_id: int | None
+    payload: dict[str, Any]
+    status: str
+    attempts: int
+    lease_owner: str | None
+    lease_expires_at: dt.datetime | None
+    not_before: dt.datetime | None
+    result: Any  # whatever JSON the job's handler returned
+    error: str | None
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class StoredDelivery:
+    """A row of `deliveries`: one webhook delivery, its raw body kept for the worker."""
+
+    id: int
+    delivery_id: str
+    event: str
+    action: str | None
+    repo: str | None
+    body: bytes
+    received_at: dt.datetime
+    status: str
+    attempts: int
+    lease_owner: str | None
+    lease_expires_at: dt.datetime | None
+    processed_at: dt.datetime | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class StoredGroup:
+    """A row of `merge_groups`: a merge-group commit that tested a PR, and its failures."""
+
+    id: int
+    repo: str
+    pr: int
+    head_sha: str
+    head_ref: str
+    base_ref: str | None  # None: made from a failed check's webhook, the group event missed
+    base_sha: str | None
+    status: str
+    failures: list[dict[str, Any]] | None
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class StoredAction:
+    """A row of `actions`: one side effect on GitHub, claimed before it is made."""
+
+    id: int
+    key: str
+    drop_id: int | None
+    kind: str
+    status: str
+    result: Any
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class StoreCounts:
+    """Drops by outcome, jobs by status, deliveries by status (for /metrics, the dashboard)."""
+
+    drops: Mapping[str, int]
+    jobs: Mapping[str, int]
+    deliveries: Mapping[str, int]

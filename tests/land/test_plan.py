@@ -1,0 +1,41 @@
+"""A saved plan round-trips, and one saved with a retired topic still finishes."""
+
+from __future__ import annotations
+
+from landbot.core.model import Evidence, FailedCheck, FixerResult, JobFailure
+from landbot.land.model import Decision, HandBack, Requeue, RunFixer, Status
+from landbot.land.plan import plan_from, plan_json
+
+EVIDENCE = Evidence(
+    failed_checks=(FailedCheck("test", "failure", "https://x/1"),),
+    triage_class="genuine",
+    triage_reason="a test failed",
+    jobs=(JobFailure("test", "https://x/2", "Run pytest", (3, 4), ((3, "E a"),), "s", "genuine"),),
+    conflict_files=("a.py",),
+)
+
+
+def test_a_plan_round_trips() -> None:
+    decision = Decision(
+        "pending",
+        (Requeue("a" * 40), RunFixer("a" * 40, "agent"), Status("fixing_failed_checks")),
+        "why",
+    )
+    fixer = FixerResult("fixed", pushed_sha="b" * 40)
+    assert plan_from(plan_json(decision, EVIDENCE, fixer)) == (decision, EVIDENCE, fixer)
+    handback = Decision("handed_back", (Status("handed_back"), HandBack("policy")), "w")
+    assert plan_from(plan_json(handback, Evidence(), None)) == (handback, Evidence(), None)
+
+
+def test_a_retired_topic_in_a_saved_plan_gets_the_general_template() -> None:
+    old = plan_json(
+        Decision("requeued", (Requeue("a" * 40), Status("requeued")), "w"), EVIDENCE, None
+    )
+    old["actions"][1]["topic"] = "requeued_manual"  # an older landbot's f-string topic
+    decision, _, _ = plan_from(old)
+    assert decision.actions[1] == Status("requeued")
+    old["actions"][1] = {"type": "HandBack", "topic": "manual_again"}
+    decision, _, _ = plan_from(old)
+    assert decision.actions[1] == HandBack("requeued_again")
+    old["actions"][1] = {"type": "HandBack", "topic": "branch_removed"}
+    assert plan_from(old)[0].actions[1] == HandBack("removed")
