@@ -102,3 +102,16 @@ class History:
 
 # Triage classes that are not the pull request's fault (re-enqueued within the budget).
 NOT_ITS_FAULT: frozenset[TriageClass] = frozenset({"flaky", "infrastructure", "cancelled"})
+
+
+@dataclass(frozen=True)
+class Superseded:
+    """A person's change that makes a pull request's pending drops moot: a push (the drops
+    of `old_head`), a close or a merge (all of them). Intake reports it; the decision says
+    what becomes of those drops."""
+
+    repo: str
+    pr: int
+    cause: Literal["pushed", "closed", "merged"]
+    old_head: str | None = None
+    note: str = ""

@@ -6,14 +6,18 @@ One signature per operation, composed into one Protocol per stage.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, runtime_checkable
 
 from landbot.github.models import (
     CheckRun,
     Comment,
     EnqueueResult,
+    Job,
     PullRemovals,
     PullState,
+    QueueEvent,
     WorkflowRun,
 )
 
@@ -67,6 +71,21 @@ class GitHubOps(ReadsPull, Protocol):
     ) -> EnqueueResult: ...
 
     def collaborator_permission(self, repo: str, username: str) -> str: ...
+
+
+@runtime_checkable
+class TriageGitHub(GitHubOps, Protocol):
+    """What triage reads beyond the land stage's operations (GitHubClient has them all)."""
+
+    def run_jobs(self, repo: str, run_id: int) -> list[Job]: ...
+
+    def job(self, repo: str, job_id: int) -> Job: ...
+
+    def job_log(self, repo: str, job_id: int) -> AbstractContextManager[Iterator[bytes]]: ...
+
+    def latest_queue_removal(self, repo: str, number: int) -> QueueEvent | None: ...
+
+    def git_token(self, repo: str) -> str: ...
 
 
 class PublishClient(ArmsAutoMerge, Protocol):

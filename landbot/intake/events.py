@@ -3,6 +3,8 @@
 One handler per event and action (the router below). Handlers only write to the store;
 everything that needs GitHub happens later, in the drop job, after re-reading the PR. An
 event or action landbot does not handle is kept (the delivery row) and logged, never a crash.
+Each route names the payload model (payloads.py) its deliveries are parsed into at the edge,
+so handlers read typed fields and decide what a missing one means.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from landbot.core import keys
 from landbot.core.groups import FAILED, parse_group_ref
+from landbot.core.model import Superseded
 from landbot.core.reasons import normalize
+from landbot.intake import payloads
 from landbot.store import Store
 
 log = logging.getLogger("landbot.intake")
@@ -27,35 +31,55 @@ SAME_REMOVAL_WINDOW = dt.timedelta(minutes=15)
 RETRY_COMMAND = re.compile(r"^\s*/landbot\s+retry\s*$", re.M)
 
 
+# Covariant, as the event is frozen: a helper taking the event of a base payload (`_pr`)
+# takes the event of any payload built on it.
+P = TypeVar("P", bound=payloads.Payload, covariant=True)
+
+
 @dataclass(frozen=True)
-class Delivery:
+class WebhookEvent(Generic[P]):
+    """One stored delivery, its body parsed into the model its event and action route to."""
+
     delivery_id: str
     event: str
     received_at: dt.datetime
-    payload: dict[str, Any]
+    payload: P
 
     @property
     def action(self) -> str | None:
-        action = self.payload.get("action")
-        return action if isinstance(action, str) else None
+        return self.payload.action
 
     @property
     def repo(self) -> str | None:
-        repo = self.payload.get("repository") or {}
-        name = repo.get("full_name") if isinstance(repo, dict) else None
-        return name if isinstance(name, str) else None
+        return self.payload.repo
 
 
-Handler = Callable[[Delivery, Store], str]
-_ROUTES: dict[tuple[str, str | None], Handler] = {}
+# A note for the delivery row, or a person's change whose effect the decision chooses.
+Handled = str | Superseded
+Handler = Callable[[WebhookEvent[P], Store], Handled]
 
 
-def route(event: str, action: str | None = None) -> Callable[[Handler], Handler]:
-    def register(fn: Handler) -> Handler:
-        _ROUTES[(event, action)] = fn
+@dataclass(frozen=True)
+class _Route:
+    model: type[payloads.Payload]
+    handler: Handler[Any]
+
+
+_ROUTES: dict[tuple[str, str | None], _Route] = {}
+
+
+def route(event: str, action: str | None, model: type[P]) -> Callable[[Handler[P]], Handler[P]]:
+    """Register a handler, and the payload model its deliveries are parsed into."""
+
+    def register(fn: Handler[P]) -> Handler[P]:
+        _ROUTES[(event, action)] = _Route(model, fn)
         return fn
 
     return register
+
+
+def _route_for(event: str, action: str | None) -> _Route | None:
+    return _ROUTES.get((event, action)) or _ROUTES.get((event, None))
 
 
 def handled_events() -> set[str]:
@@ -63,20 +87,32 @@ def handled_events() -> set[str]:
     return {event for event, _ in _ROUTES}
 
 
-def handle(delivery: Delivery, store: Store) -> str:
-    """Apply one delivery; returns a short note of what was done (kept on the row)."""
-    fn = _ROUTES.get((delivery.event, delivery.action)) or _ROUTES.get((delivery.event, None))
-    if fn is None:
+def handle(delivery: WebhookEvent[payloads.Payload], store: Store) -> Handled:
+    """Apply one delivery; returns a short note of what was done (kept on the row), or the
+    Superseded a push or a close means (landbot/pipeline/deliveries.py applies it)."""
+    r = _route_for(delivery.event, delivery.action)
+    if r is None:
         log.info("ignoring %s.%s (%s)", delivery.event, delivery.action, delivery.delivery_id)
         return f"not handled: {delivery.event}.{delivery.action}"
-    return fn(delivery, store)
+    if not isinstance(delivery.payload, r.model):  # an event built by hand, not by parse
+        raise TypeError(
+            f"{delivery.event}.{delivery.action} needs a {r.model.__name__} payload: "
+            "build the event with events.parse"
+        )
+    return r.handler(delivery, store)
 
 
-def parse(delivery_id: str, event: str, received_at: dt.datetime, body: bytes) -> Delivery:
-    payload = json.loads(body)
-    if not isinstance(payload, dict):
+def parse(
+    delivery_id: str, event: str, received_at: dt.datetime, body: bytes
+) -> WebhookEvent[payloads.Payload]:
+    data = json.loads(body)
+    if not isinstance(data, dict):
         raise ValueError("payload is not a JSON object")
-    return Delivery(delivery_id, event, received_at, payload)
+    # The action picks the model, so read the envelope first; unhandled events keep it.
+    envelope = payloads.Payload.model_validate(data)
+    r = _route_for(event, envelope.action)
+    payload = envelope if r is None else r.model.model_validate(data)
+    return WebhookEvent(delivery_id, event, received_at, payload)
 
 
 def record_drop(
@@ -159,156 +195,147 @@ def _record_drop(
 # --- pull_request ------------------------------------------------------------------------
 
 
-def _pr(delivery: Delivery) -> tuple[str, int, dict[str, Any]]:
-    pr = delivery.payload.get("pull_request") or {}
-    number = delivery.payload.get("number") or pr.get("number")
-    if delivery.repo is None or not isinstance(number, int):
+def _pr(d: WebhookEvent[payloads.PullRequestEvent]) -> tuple[str, int]:
+    number = d.payload.pr_number
+    if d.repo is None or number is None:
         raise ValueError("pull_request payload without repository or number")
-    return delivery.repo, number, pr
+    return d.repo, number
 
 
-@route("pull_request", "dequeued")
-def _dequeued(d: Delivery, store: Store) -> str:
-    repo, number, pr = _pr(d)
-    head = (pr.get("head") or {}).get("sha")
-    if not isinstance(head, str):
+@route("pull_request", "dequeued", payloads.PullRequestDequeued)
+def _dequeued(d: WebhookEvent[payloads.PullRequestDequeued], store: Store) -> str:
+    repo, number = _pr(d)
+    pr = d.payload.pull_request
+    if pr.head.sha is None:
         raise ValueError("dequeued payload without pull_request.head.sha")
-    raw = d.payload.get("reason")
+    raw = d.payload.reason
     drop_id, created = record_drop(
         store,
         repo=repo,
         pr=number,
-        head_sha=head,
-        raw_reason=raw if isinstance(raw, str) else None,
+        head_sha=pr.head.sha,
+        raw_reason=raw,
         source="webhook",
         observed_at=d.received_at,
         delivery_id=d.delivery_id,
-        base_ref=(pr.get("base") or {}).get("ref"),
+        base_ref=pr.base.ref,
     )
     return f"drop {drop_id} ({'new' if created else 'already recorded'}): {raw}"
 
 
-@route("pull_request", "enqueued")
-def _enqueued(d: Delivery, store: Store) -> str:
-    repo, number, _ = _pr(d)
+@route("pull_request", "enqueued", payloads.PullRequestEvent)
+def _enqueued(d: WebhookEvent[payloads.PullRequestEvent], store: Store) -> str:
+    repo, number = _pr(d)
     return f"{repo}#{number} entered the queue"
 
 
-@route("pull_request", "synchronize")
-def _synchronize(d: Delivery, store: Store) -> str:
-    repo, number, _ = _pr(d)
-    before = d.payload.get("before")
-    if not isinstance(before, str):
+@route("pull_request", "synchronize", payloads.PullRequestSynchronize)
+def _synchronize(d: WebhookEvent[payloads.PullRequestSynchronize], store: Store) -> Handled:
+    repo, number = _pr(d)
+    before = d.payload.before
+    if before is None:
         return "synchronize without before"
-    n = store.cancel_jobs(
-        keys.head_jobs(repo, number, before),
-        "the head moved since the drop: nothing for the old head",
-    )
-    return f"head moved from {before[:7]}: cancelled {n} job(s)"
+    return Superseded(repo, number, "pushed", old_head=before, note=f"head moved from {before[:7]}")
 
 
-@route("pull_request", "closed")
-def _closed(d: Delivery, store: Store) -> str:
-    repo, number, _ = _pr(d)
-    merged = bool((d.payload.get("pull_request") or {}).get("merged"))
-    n = store.cancel_jobs(
-        keys.pr_jobs(repo, number),
-        "the pull request has merged" if merged else "the pull request is closed",
-    )
-    return f"closed: cancelled {n} job(s)"
+@route("pull_request", "closed", payloads.PullRequestClosed)
+def _closed(d: WebhookEvent[payloads.PullRequestClosed], store: Store) -> Handled:
+    repo, number = _pr(d)
+    merged = bool(d.payload.pull_request.merged)
+    return Superseded(repo, number, "merged" if merged else "closed", note="closed")
 
 
 # --- merge groups and their checks ------------------------------------------------------
 
 
-@route("merge_group", "checks_requested")
-def _checks_requested(d: Delivery, store: Store) -> str:
+@route("merge_group", "checks_requested", payloads.MergeGroupEvent)
+def _checks_requested(d: WebhookEvent[payloads.MergeGroupEvent], store: Store) -> str:
     return _store_group(d, store, "checks_requested")
 
 
-@route("merge_group", "destroyed")
-def _destroyed(d: Delivery, store: Store) -> str:
-    return _store_group(d, store, f"destroyed:{d.payload.get('reason')}")
+@route("merge_group", "destroyed", payloads.MergeGroupDestroyed)
+def _destroyed(d: WebhookEvent[payloads.MergeGroupDestroyed], store: Store) -> str:
+    return _store_group(d, store, f"destroyed:{d.payload.reason}")
 
 
-def _store_group(d: Delivery, store: Store, status: str) -> str:
-    group = d.payload.get("merge_group") or {}
-    ref = parse_group_ref(group.get("head_ref"))
-    sha = group.get("head_sha")
-    if d.repo is None or ref is None or not isinstance(sha, str):
+def _store_group(d: WebhookEvent[payloads.MergeGroupEvent], store: Store, status: str) -> str:
+    group = d.payload.merge_group
+    ref = parse_group_ref(group.head_ref)
+    if d.repo is None or ref is None or group.head_sha is None:
         return "merge_group without a gh-readonly-queue ref"
     store.remember_group(
         repo=d.repo,
         pr=ref.pr,
-        head_sha=sha,
-        head_ref=group.get("head_ref", ""),
+        head_sha=group.head_sha,
+        head_ref=group.head_ref or "",
         base_ref=ref.base,
-        base_sha=group.get("base_sha") or ref.base_sha,
+        base_sha=group.base_sha or ref.base_sha,
         status=status,
     )
-    return f"group {sha[:7]} for #{ref.pr}: {status}"
+    return f"group {group.head_sha[:7]} for #{ref.pr}: {status}"
 
 
 def _group_failure(
-    d: Delivery, store: Store, kind: str, run: dict[str, Any], branch: str | None
+    d: WebhookEvent[payloads.Payload],
+    store: Store,
+    kind: str,
+    run: payloads.Run,
+    branch: str | None,
 ) -> str:
     """Remember a failed check run or workflow run on a merge-group commit."""
     ref = parse_group_ref(branch)
-    if d.repo is None or ref is None or run.get("conclusion") not in FAILED:
+    if d.repo is None or ref is None or run.conclusion not in FAILED:
         return f"not a failed merge-group {kind.replace('_', ' ')}"
     store.add_group_failure(
         d.repo,
-        run.get("head_sha", ""),
+        run.head_sha or "",
         {
             "kind": kind,
-            "id": run.get("id"),
-            "name": run.get("name"),
-            "conclusion": run.get("conclusion"),
-            "url": run.get("html_url"),
+            "id": run.id,
+            "name": run.name,
+            "conclusion": run.conclusion,
+            "url": run.html_url,
         },
         pr=ref.pr,
         head_ref=branch or "",
     )
-    return f"failed {kind.replace('_', ' ')} {run.get('name')} on group of #{ref.pr}"
+    return f"failed {kind.replace('_', ' ')} {run.name} on group of #{ref.pr}"
 
 
-@route("check_run", "completed")
-def _check_run(d: Delivery, store: Store) -> str:
-    run = d.payload.get("check_run") or {}
-    return _group_failure(
-        d, store, "check_run", run, (run.get("check_suite") or {}).get("head_branch")
-    )
+@route("check_run", "completed", payloads.CheckRunCompleted)
+def _check_run(d: WebhookEvent[payloads.CheckRunCompleted], store: Store) -> str:
+    run = d.payload.check_run
+    return _group_failure(d, store, "check_run", run, run.check_suite.head_branch)
 
 
-@route("workflow_run", "completed")
-def _workflow_run(d: Delivery, store: Store) -> str:
-    run = d.payload.get("workflow_run") or {}
-    return _group_failure(d, store, "workflow_run", run, run.get("head_branch"))
+@route("workflow_run", "completed", payloads.WorkflowRunCompleted)
+def _workflow_run(d: WebhookEvent[payloads.WorkflowRunCompleted], store: Store) -> str:
+    run = d.payload.workflow_run
+    return _group_failure(d, store, "workflow_run", run, run.head_branch)
 
 
 # --- commands ----------------------------------------------------------------------------
 
 
-@route("issue_comment", "created")
-def _comment(d: Delivery, store: Store) -> str:
-    issue = d.payload.get("issue") or {}
-    comment = d.payload.get("comment") or {}
-    if d.repo is None or "pull_request" not in issue:
+@route("issue_comment", "created", payloads.IssueCommentCreated)
+def _comment(d: WebhookEvent[payloads.IssueCommentCreated], store: Store) -> str:
+    issue, comment = d.payload.issue, d.payload.comment
+    if d.repo is None or not issue.is_pull_request:
         return "not a pull request comment"
-    if not RETRY_COMMAND.search(comment.get("body") or ""):
+    if not RETRY_COMMAND.search(comment.body or ""):
         return "no command"
-    user = (comment.get("user") or {}).get("login")
-    if (comment.get("user") or {}).get("type") == "Bot":
+    user = comment.user.login
+    if comment.user.type == "Bot":
         return "command from a bot: ignored"
     store.add_job(
         "command",
         {
             "command": "retry",
             "repo": d.repo,
-            "pr": issue.get("number"),
+            "pr": issue.number,
             "user": user,
-            "comment_id": comment.get("id"),
+            "comment_id": comment.id,
         },
         dedupe_key=f"command:{d.delivery_id}",
     )
-    return f"/landbot retry from {user} on #{issue.get('number')}"
+    return f"/landbot retry from {user} on #{issue.number}"

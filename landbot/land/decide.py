@@ -9,6 +9,7 @@ Every choice of an outcome is made here, and nowhere else:
   and the actions to take;
 - `taken_away`: whether a saved plan may still be finished after a crash;
 - `fix_head_moved`, `conflict_already_merged`: the fixer job's own early answers;
+- `superseded`: what a push or a close makes of the pending drops;
 - `job_failed`, `command_allowed`: a job that cannot finish, a comment command's author.
 
 All are total: every input has a defined answer, and the tests walk all of them.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from landbot.core.model import Drop, Evidence, FixerResult, History, PrSnapshot
+from landbot.core.model import Drop, Evidence, FixerResult, History, PrSnapshot, Superseded
 from landbot.core.reasons import Reason
 from landbot.land.model import (
     Decision,
@@ -48,11 +49,16 @@ _REASON_HANDBACK: dict[Reason, HandBackTopic] = {
 WRITERS = frozenset({"admin", "maintain", "write"})
 
 
+_MERGED = "the pull request has merged"
+_CLOSED = "the pull request is closed"
+_MOVED = "the head moved since the drop: nothing for the old head"
+
+
 def _ended(pr: PrSnapshot) -> Decision | None:
     if pr.state == "merged":
-        return Decision("ignored", (), "the pull request has merged")
+        return Decision("ignored", (), _MERGED)
     if pr.state == "closed":
-        return Decision("ignored", (), "the pull request is closed")
+        return Decision("ignored", (), _CLOSED)
     return None
 
 
@@ -68,7 +74,7 @@ def confirm(drop: Drop, pr: PrSnapshot, policy: Policy) -> Decision | None:
     if ended is not None:
         return ended
     if pr.head_sha != drop.head_sha:
-        return Decision("ignored", (), "the head moved since the drop: nothing for the old head")
+        return Decision("ignored", (), _MOVED)
     if pr.in_queue:
         return Decision("ignored", (), "the pull request is back in the merge queue")
     return _opted_out(pr, policy)
@@ -104,6 +110,13 @@ def ignored_reason(drop: Drop, policy: Policy) -> Decision | None:
 def without_look(drop: Drop, policy: Policy, fixer: FixerResult | None = None) -> Decision | None:
     """The decision that needs no GitHub call at all, or None when the PR must be re-read."""
     return ignored_reason(drop, policy) if fixer is None else None
+
+
+def superseded(change: Superseded) -> Decision:
+    """What a push, a close or a merge makes of the PR's pending drops, without waiting for
+    their jobs to re-read it: the same answer `confirm` would give."""
+    why = {"pushed": _MOVED, "closed": _CLOSED, "merged": _MERGED}[change.cause]
+    return Decision("ignored", (), why)
 
 
 def job_failed(why: str) -> Decision:

@@ -22,6 +22,7 @@ from landbot.errors import LandbotError
 from landbot.github.errors import NetworkError, RateLimited, ServerError
 from landbot.intake import events
 from landbot.land.decide import job_failed
+from landbot.pipeline import deliveries
 from landbot.pipeline.commands import run_comment_command
 from landbot.pipeline.process import Lander
 from landbot.store import Lease, Store, StoredDelivery, utcnow
@@ -114,7 +115,7 @@ class Worker:
         row = lease.payload
         try:
             delivery = events.parse(row.delivery_id, row.event, row.received_at, row.body)
-            note = events.handle(delivery, self.store)
+            note = deliveries.apply(delivery, self.store)
         except Exception as exc:
             log.warning("delivery %s (%s) failed: %s", row.delivery_id, row.event, exc)
             self.store.finish_delivery(lease.id, self.name, "error", error=str(exc)[:2000])

@@ -15,10 +15,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# Exit status of the launcher when it cannot join the cgroup or set a limit; nothing of the
-# job has run then.
-LAUNCH_FAILED = 125
-
+# The launcher exits 125 when it cannot join the cgroup or set a limit; nothing of the job
+# has run then.
 _LAUNCHER = r"""
 while [ "$1" != -- ]; do
   echo $$ > "$1" || { echo "landbot: cannot join cgroup $1" >&2; exit 125; }

@@ -16,7 +16,7 @@ from typing import Any, Generic
 import sqlalchemy as sa
 from typing_extensions import TypeVar  # a TypeVar default (PEP 696) before Python 3.13
 
-from landbot.core.model import History
+from landbot.core.model import History, Outcome
 from landbot.store import db
 from landbot.store.records import (
     StoreCounts,
@@ -238,9 +238,9 @@ class Store:
             )
             return res.rowcount == 1
 
-    def cancel_jobs(self, dedupe_prefix: str, why: str = "cancelled") -> int:
+    def cancel_jobs(self, dedupe_prefix: str, *, outcome: Outcome, why: str) -> int:
         """Cancel queued jobs whose dedupe key starts with `dedupe_prefix` (an old head, a
-        closed PR); their pending drops end as ignored, with `why`."""
+        closed PR); their pending drops end with `outcome` and `why` (the decision's)."""
         now = utcnow()
         with self.tx() as conn:
             cond = (
@@ -259,7 +259,7 @@ class Store:
                 conn.execute(
                     drops.update()
                     .where(drops.c.id.in_(drop_ids), drops.c.outcome == "pending")
-                    .values(outcome="ignored", summary=why, updated_at=now)
+                    .values(outcome=outcome, summary=why, updated_at=now)
                 )
             return res.rowcount
 

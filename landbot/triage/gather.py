@@ -17,17 +17,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol
 
 from landbot.core.groups import FAILED, parse_group_ref
 from landbot.core.model import Drop, Evidence, FailedCheck, JobFailure, TriageClass
 from landbot.errors import LandbotError
 from landbot.github.errors import GitHubError, RateLimited
-from landbot.github.models import CheckRun, Job, QueueEvent
-from landbot.github.ops import GitHubOps
+from landbot.github.models import CheckRun, Job
+from landbot.github.ops import GitHubOps, TriageGitHub
 from landbot.triage.classify import Rule, compile_rules
 from landbot.triage.combine import JobVerdict, evidence_why, overall
 from landbot.triage.explain import LogExplanation, explain_log
@@ -44,21 +43,6 @@ LOG_CONCLUSIONS = frozenset({"failure", "timed_out"})
 # GitHub no longer serves the log (expired, deleted, forbidden to this token): note it.
 _LOG_GONE = frozenset({403, 404, 410})
 _JOB_URL = re.compile(r"/actions/runs/(\d+)/job/(\d+)")
-
-
-@runtime_checkable
-class TriageGitHub(GitHubOps, Protocol):
-    """What triage reads beyond the land loop's operations (GitHubClient has them all)."""
-
-    def run_jobs(self, repo: str, run_id: int) -> list[Job]: ...
-
-    def job(self, repo: str, job_id: int) -> Job: ...
-
-    def job_log(self, repo: str, job_id: int) -> AbstractContextManager[Iterator[bytes]]: ...
-
-    def latest_queue_removal(self, repo: str, number: int) -> QueueEvent | None: ...
-
-    def git_token(self, repo: str) -> str: ...
 
 
 class Mirrors(Protocol):

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import get_args
+
+from landbot.core.model import Outcome
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -27,7 +30,7 @@ OUTCOMES = (
 )
 
 # Known values (design.md) exported at 0 when the store has none of them.
-DROP_OUTCOMES = ("pending", "requeued", "fixed", "handed_back", "ignored", "failed")
+DROP_OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 JOB_STATUSES = ("queued", "leased", "done", "failed", "cancelled")
 DELIVERY_STATUSES = ("pending", "leased", "done", "failed")
 

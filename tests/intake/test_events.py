@@ -13,6 +13,7 @@ from landbot.core.groups import parse_group_ref
 from landbot.github.models import PullRemovals, QueueEvent
 from landbot.intake import events
 from landbot.intake.poll import sweep
+from landbot.pipeline import deliveries
 from landbot.store import Store
 
 HEAD = "a" * 40
@@ -32,7 +33,7 @@ def deliver(
     store: Store, event: str, payload: dict, *, guid: str = "g1", at: dt.datetime = T0
 ) -> str:  # type: ignore[type-arg]
     d = events.parse(guid, event, at, json.dumps(payload).encode())
-    return events.handle(d, store)
+    return deliveries.apply(d, store)
 
 
 def dequeued(reason: str = "CI_FAILURE", head: str = HEAD, number: int = 7) -> dict:  # type: ignore[type-arg]

@@ -16,6 +16,7 @@ from landbot.core.model import (
     History,
     PrSnapshot,
     Source,
+    Superseded,
     TriageClass,
 )
 from landbot.core.reasons import REASONS, normalize
@@ -27,6 +28,7 @@ from landbot.land.decide import (
     fix_head_moved,
     job_failed,
     needs_evidence,
+    superseded,
     taken_away,
     without_look,
 )
@@ -472,3 +474,13 @@ def test_a_conflict_already_merged_only_needs_the_queue() -> None:
     conflict = replace(DROP, reason="merge_conflict")
     d = decide(conflict, OPEN, Evidence(), History(), Policy(fixer_enabled=True), result)
     assert d.outcome == "requeued"
+
+
+@pytest.mark.parametrize(
+    ("cause", "state"), [("pushed", "moved"), ("closed", "closed"), ("merged", "merged")]
+)
+def test_a_push_or_close_ends_pending_drops_as_confirm_would(cause: str, state: str) -> None:
+    d = superseded(Superseded("o/r", 7, cause, old_head=HEAD))  # type: ignore[arg-type]
+    # The same answer the drop's own re-read would give, without the GitHub call.
+    assert d == confirm(DROP, STALE[state], Policy())
+    assert d.outcome == "ignored" and d.actions == ()

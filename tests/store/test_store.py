@@ -50,7 +50,7 @@ def test_a_live_lease_is_kept(store: Store) -> None:
 def test_job_dedupe_and_cancel(store: Store) -> None:
     assert store.add_job("drop", {}, dedupe_key=f"o/r#1@{SHA}") is not None
     assert store.add_job("drop", {}, dedupe_key=f"o/r#1@{SHA}") is None
-    assert store.cancel_jobs("o/r#1@") == 1
+    assert store.cancel_jobs("o/r#1@", outcome="ignored", why="pushed") == 1
     assert store.lease_job("w", TTL) is None
 
 

@@ -1,0 +1,27 @@
+"""One stored webhook delivery: intake's records and jobs, then what a person's push or
+close makes of the pull request's pending work (the decision's, applied here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from landbot.core import keys
+from landbot.core.model import Superseded
+from landbot.intake import events
+from landbot.land.decide import superseded
+from landbot.store import Store
+
+
+def apply(delivery: events.WebhookEvent[Any], store: Store) -> str:
+    """Apply one parsed delivery; returns the note kept on its row."""
+    handled = events.handle(delivery, store)
+    if not isinstance(handled, Superseded):
+        return handled
+    decision = superseded(handled)
+    prefix = (
+        keys.head_jobs(handled.repo, handled.pr, handled.old_head)
+        if handled.old_head is not None
+        else keys.pr_jobs(handled.repo, handled.pr)
+    )
+    n = store.cancel_jobs(prefix, outcome=decision.outcome, why=decision.why)
+    return f"{handled.note}: cancelled {n} job(s)"
