@@ -340,6 +340,21 @@ class MovingClient:
         self.world.client.enable_auto_merge(*args, **kwargs)
 
 
+def test_a_head_that_moved_before_the_job_gets_nothing_pushed(world: World) -> None:
+    pr = world.gh.open_pull_request(world.repo, head="feat", files={"app.py": "ANSWER = 40\n"})
+    drop = world.drop(pr)
+    pushed = world.gh.push(world.repo, "feat", {"NOTES.md": "author's\n"})
+    settings = world.command_settings(FIX_APP)
+    result = run_fix_job(settings, world.client, world.workspaces, drop, Evidence(), limits=LIMITS)
+    assert result.verdict == "needs_human" and result.pushed_sha is None
+    assert "moved before the fixer ran" in result.refused
+    assert world.pr_now(pr).head_sha == pushed  # the author's commit stays
+    # The control: at the head the PR has now, the same agent fixes it and it is published.
+    drop = world.drop(world.pr_now(pr))
+    result = run_fix_job(settings, world.client, world.workspaces, drop, Evidence(), limits=LIMITS)
+    assert result.pushed_sha is not None and result.pushed_sha == world.pr_now(pr).head_sha
+
+
 @pytest.mark.parametrize("moment", ["before re-read", "before push", "never"])
 def test_a_head_that_moved_during_the_job_gets_nothing_pushed(world: World, moment: str) -> None:
     pr = world.gh.open_pull_request(world.repo, head="feat", files={"app.py": "ANSWER = 40\n"})
