@@ -312,7 +312,7 @@ subprocess.run(["git", f"--git-dir={job.mirror}", "worktree", "add", "-q", "--de
                 str(job.job_dir / "check"), job.head_sha], check=True, capture_output=True)
 subprocess.run(["git", f"--git-dir={job.mirror}", "update-ref",
                 f"refs/landbot/jobs/{job.name}", job.head_sha], check=True)
-print(job.job_dir)
+print(job.job_dir, flush=True)  # os._exit skips the flush a piped stdout needs
 os._exit(0)  # killed: no clean-up runs
 """
 
