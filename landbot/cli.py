@@ -115,9 +115,15 @@ def poll(
     ] = False,
     config: ConfigOpt = None,
 ) -> None:
-    """One reconciliation sweep of the merge queues, then exit."""
+    """One reconciliation sweep of the merge queues, then the work it found, then exit.
+
+    Processes only its own drops: the ones the sweep recorded, and earlier polls' drops of
+    the last day still pending (the jobs a killed or timed-out run left), with the fix jobs
+    they lead to. Every other job in the store is left to the workers.
+    """
     from landbot.config import load_settings
     from landbot.intake.poll import sweep
+    from landbot.pipeline.poll import finish_own_work, own_drops
     from landbot.pipeline.wiring import make_github, make_worker, open_store
     from landbot.store import utcnow
 
@@ -127,12 +133,22 @@ def poll(
         raise LandbotError("no repository to sweep: pass --repo OWNER/NAME or set LANDBOT_REPOS")
     gh = make_github(settings)
     store = open_store(settings)
+    new: list[int] = []
     for name in repos:
-        new = sweep(store, gh, name, now=utcnow())
-        typer.echo(f"landbot: {name}: {len(new)} new drop(s)", err=True)
-    if not no_process:
-        done = make_worker(settings, store).drain()
-        typer.echo(f"landbot: processed {done} item(s)", err=True)
+        found = sweep(store, gh, name, now=utcnow())
+        typer.echo(f"landbot: {name}: {len(found)} new drop(s)", err=True)
+        new.extend(found)
+    if no_process:
+        return
+    own = own_drops(store, repos, new, now=utcnow())
+    run = finish_own_work(store, make_worker(settings, store), own)
+    typer.echo(f"landbot: ran {run.ran} job(s) for {len(own)} drop(s)", err=True)
+    if run.left:
+        typer.echo(
+            f"landbot: {len(run.left)} job(s) of these drops still open (a retry not due yet, "
+            "or another worker holds it); the next poll or a worker finishes them",
+            err=True,
+        )
 
 
 @app.command()
@@ -158,14 +174,41 @@ def retry(
 def status(
     repo: Annotated[str | None, typer.Option("--repo", help="OWNER/NAME.")] = None,
     json_: JsonOpt = False,
+    limit: Annotated[
+        int,
+        typer.Option(
+            "--limit", min=0, help="Show at most N drops, newest first (0: every one).", metavar="N"
+        ),
+    ] = 200,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            help="Only drops observed at or after TIME (ISO 8601; no offset means UTC).",
+            metavar="TIME",
+            show_default=False,
+        ),
+    ] = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Drops, jobs and outcomes, newest first."""
-    from landbot.config import load_settings
-    from landbot.pipeline.wiring import dumps, open_store, status_rows
+    """Drops, jobs and outcomes, newest first.
 
+    When more drops match than --limit shows, one line on stderr says so.
+    """
+    from landbot.config import load_settings
+    from landbot.pipeline.wiring import dumps, open_store, parse_since, status_rows
+
+    after = parse_since(since) if since is not None else None
     settings = load_settings(config)
-    rows = status_rows(open_store(settings), repo)
+    # One row more than asked for tells whether there are more.
+    rows = status_rows(open_store(settings), repo, limit=limit + 1 if limit else None, since=after)
+    if limit and len(rows) > limit:
+        rows = rows[:limit]
+        typer.echo(
+            f"landbot: showing the newest {limit} drops; older ones: --since TIME, or "
+            "--limit 0 for every one",
+            err=True,
+        )
     if json_:
         typer.echo(dumps(rows))
         return

@@ -49,6 +49,13 @@ class PrSnapshot:
     base_ref: str = "main"
     head_ref: str = ""
     url: str = ""
+    # The latest removal from the queue as the timeline names it, the force pushes, and the
+    # PR's recent commits: how the decision tells a removal of this head from a push.
+    removed_commit: str | None = None
+    removed_parents: tuple[str, ...] = ()
+    removed_at: dt.datetime | None = None
+    force_pushed_at: tuple[dt.datetime, ...] = ()
+    commits: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

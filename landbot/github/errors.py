@@ -100,3 +100,24 @@ class GraphQLError(GitHubError):
     @property
     def types(self) -> set[str]:
         return {str(e.get("type")) for e in self.errors if e.get("type")}
+
+
+class MutationFailed(GitHubError):
+    """A mutation GitHub refused, or that is known not to have applied: the drop fails,
+    and its summary names the mutation ("enqueue", "status comment", ...)."""
+
+    def __init__(self, mutation: str, cause: GitHubError | str) -> None:
+        self.mutation = mutation
+        self.cause = cause
+        if isinstance(cause, GitHubError):
+            self.status, self.message, self.method, self.url = (
+                cause.status,
+                cause.message,
+                cause.method,
+                cause.url,
+            )
+            text = str(cause)
+        else:
+            self.status, self.message, self.method, self.url = 0, cause, "", ""
+            text = cause
+        LandbotError.__init__(self, f"the {mutation} failed: {text}")

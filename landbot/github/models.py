@@ -31,6 +31,9 @@ class PullState:
     maintainer_can_modify: bool
     head_repo: str | None  # nameWithOwner of the head repository; None if it was deleted
     url: str
+    last_removal: QueueEvent | None = None  # the latest RemovedFromMergeQueueEvent
+    force_pushed_at: tuple[datetime, ...] = ()  # HeadRefForcePushedEvents, oldest first
+    commits: tuple[str, ...] = ()  # the oids of the PR's last 100 commits
 
     @property
     def is_fork(self) -> bool:
@@ -54,6 +57,11 @@ class PullState:
             base_ref=self.base_ref,
             head_ref=self.head_ref,
             url=self.url,
+            removed_commit=self.last_removal.before_commit if self.last_removal else None,
+            removed_parents=self.last_removal.before_parents if self.last_removal else (),
+            removed_at=self.last_removal.created_at if self.last_removal else None,
+            force_pushed_at=self.force_pushed_at,
+            commits=self.commits,
         )
 
 
@@ -128,6 +136,9 @@ class QueueEvent:
     reason: str | None  # GraphQL's free string (removed only), e.g. "failed_checks"
     before_commit: str | None  # beforeCommit.oid (removed only)
     actor: str | None
+    # beforeCommit's parents, in order (removed, sweep only): a merge-group commit's second
+    # parent is the PR head it was built on.
+    before_parents: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -141,6 +152,8 @@ class PullRemovals:
     base_ref: str
     in_merge_queue: bool
     events: tuple[QueueEvent, ...]  # oldest first, as GitHub lists them
+    # When the head was force-pushed (`HeadRefForcePushedEvent`s among the same last items).
+    force_pushed_at: tuple[datetime, ...] = ()
 
 
 @dataclass(frozen=True)

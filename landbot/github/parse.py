@@ -37,6 +37,14 @@ def _login(actor: Any) -> str | None:
 def pull_state(repo: str, node: dict[str, Any]) -> PullState:
     labels = ((node.get("labels") or {}).get("nodes")) or []
     head_repo = node.get("headRepository")
+    items = [i for i in ((node.get("timelineItems") or {}).get("nodes")) or [] if i]
+    removals = [e for e in (queue_event(i) for i in items) if e is not None and e.kind == "removed"]
+    pushes = (
+        timestamp(i.get("createdAt"))
+        for i in items
+        if i.get("__typename") == "HeadRefForcePushedEvent"
+    )
+    commits = ((node.get("commits") or {}).get("nodes")) or []
     return PullState(
         repo=repo,
         node_id=str(node["id"]),
@@ -53,6 +61,11 @@ def pull_state(repo: str, node: dict[str, Any]) -> PullState:
         maintainer_can_modify=bool(node.get("maintainerCanModify")),
         head_repo=str(head_repo["nameWithOwner"]) if isinstance(head_repo, dict) else None,
         url=str(node.get("url") or ""),
+        last_removal=removals[-1] if removals else None,
+        force_pushed_at=tuple(t for t in pushes if t is not None),
+        commits=tuple(
+            str(c["commit"]["oid"]) for c in commits if isinstance(c, dict) and c.get("commit")
+        ),
     )
 
 
@@ -133,6 +146,7 @@ def queue_event(node: dict[str, Any]) -> QueueEvent | None:
     if kind is None:
         return None  # another timeline item type: not asked for, ignore
     before = node.get("beforeCommit")
+    parents = ((before.get("parents") or {}).get("nodes") or []) if isinstance(before, dict) else []
     return QueueEvent(
         kind=kind,
         id=str(node["id"]),
@@ -140,12 +154,18 @@ def queue_event(node: dict[str, Any]) -> QueueEvent | None:
         reason=node.get("reason"),
         before_commit=str(before["oid"]) if isinstance(before, dict) else None,
         actor=_login(node.get("actor")),
+        before_parents=tuple(str(p["oid"]) for p in parents if isinstance(p, dict)),
     )
 
 
 def pull_removals(repo: str, node: dict[str, Any]) -> PullRemovals:
-    items = ((node.get("timelineItems") or {}).get("nodes")) or []
-    events = tuple(e for e in (queue_event(item) for item in items if item) if e is not None)
+    items = [i for i in ((node.get("timelineItems") or {}).get("nodes")) or [] if i]
+    events = tuple(e for e in (queue_event(item) for item in items) if e is not None)
+    pushes = (
+        timestamp(i.get("createdAt"))
+        for i in items
+        if i.get("__typename") == "HeadRefForcePushedEvent"
+    )
     return PullRemovals(
         repo=repo,
         number=int(node["number"]),
@@ -154,6 +174,7 @@ def pull_removals(repo: str, node: dict[str, Any]) -> PullRemovals:
         base_ref=str(node["baseRefName"]),
         in_merge_queue=bool(node.get("isInMergeQueue")),
         events=events,
+        force_pushed_at=tuple(t for t in pushes if t is not None),
     )
 
 

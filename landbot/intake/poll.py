@@ -3,16 +3,85 @@
 GitHub does not redeliver a failed webhook, so a scheduled sweep reads the most recently
 updated open pull requests with their last merge-queue events. A PR whose last queue event is
 a removal, and that is not back in the queue, is a drop; the same removal already reported by
-a webhook (same PR and reason, within minutes) is the same drop.
+a webhook (same PR, head and reason, within minutes) is the same drop.
+
+The drop is recorded at the head that was removed, never at whatever the head is now. GitHub
+names the removed commit in `beforeCommit`: the PR head, or the merge-group commit built on
+it (both observed; "not always the PR head"). A sweep records a drop only when it can show
+the removed head is the current head:
+
+- `beforeCommit` is the current head, or
+- `beforeCommit` is a merge commit whose second parent is the current head (the group
+  commit GitHub's queue builds with the merge method: base first, PR head second),
+
+and the head was not force-pushed at or after the removal (history rewritten since the
+removal: a commit of the old history can then have the new head as its second parent, so
+neither rule above proves anything). Anything else (no
+`beforeCommit`, an older head, a squash or rebase group commit, a force push since) is a
+removal of a head that is gone or cannot be told: landbot does nothing for it. It records no
+drop (a drop with no head to act on would only be ignored on its re-read) and reports it as
+`Unmatched` in the sweep's result and in the log. The webhook of the same removal, if one
+came, is already a drop at its own head; a new push to the PR is the author's move, and the
+next removal of the new head is a new drop.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
+from dataclasses import dataclass, field
 
+from landbot.github.models import PullRemovals, QueueEvent
 from landbot.github.ops import SweepOps
 from landbot.intake.events import record_drop
 from landbot.store import Store
+
+log = logging.getLogger("landbot.intake.poll")
+
+
+@dataclass(frozen=True)
+class Unmatched:
+    """A removal the sweep cannot tie to the PR's current head: nothing is done for it."""
+
+    pr: int
+    removal_id: str
+    removed: str | None  # beforeCommit.oid, None when GitHub named none
+    head: str  # the PR's head now
+    why: str
+
+
+@dataclass
+class SweepResult:
+    new: list[int] = field(default_factory=list)  # ids of the drops this sweep recorded
+    seen: list[int] = field(default_factory=list)  # drops another door had recorded already
+    unmatched: list[Unmatched] = field(default_factory=list)
+
+
+def why_not_removed(
+    head: str, removal: QueueEvent, force_pushed_at: tuple[dt.datetime, ...] = ()
+) -> str | None:
+    """None when `removal` provably took `head` out of the queue, else why it cannot be told.
+
+    The one rule for every door that reads a removal from the timeline (see the module doc).
+    """
+    if removal.created_at is not None and any(t >= removal.created_at for t in force_pushed_at):
+        return "the head was force-pushed after the removal"
+    before = removal.before_commit
+    if before is None:
+        return "GitHub named no removed commit"
+    if before == head:
+        return None
+    if len(removal.before_parents) == 2 and removal.before_parents[1] == head:
+        return None  # the merge-group commit built on this head
+    return "the removed commit is neither the head nor a merge group built on it"
+
+
+def removed_head(pr: PullRemovals, removal: QueueEvent) -> str | Unmatched:
+    """The head `removal` took out of the queue if it is the PR's current head, else why not."""
+    why = why_not_removed(pr.head_oid, removal, pr.force_pushed_at)
+    if why is None:
+        return pr.head_oid
+    return Unmatched(pr.number, removal.id, removal.before_commit, pr.head_oid, why)
 
 
 def sweep(
@@ -25,7 +94,20 @@ def sweep(
     first: int = 50,
 ) -> list[int]:
     """Record the drops this sweep finds; returns the ids of the new ones. One GitHub call."""
-    new: list[int] = []
+    return sweep_report(store, gh, repo, now=now, lookback=lookback, first=first).new
+
+
+def sweep_report(
+    store: Store,
+    gh: SweepOps,
+    repo: str,
+    *,
+    now: dt.datetime,
+    lookback: dt.timedelta = dt.timedelta(hours=24),
+    first: int = 50,
+) -> SweepResult:
+    """`sweep`, also saying which removals were already drops and which match no head."""
+    result = SweepResult()
     for pr in gh.queue_removals(repo, first=first):
         if pr.in_merge_queue or not pr.events:
             continue
@@ -34,17 +116,30 @@ def sweep(
             continue
         if last.created_at < now - lookback:
             continue
+        head = removed_head(pr, last)
+        if isinstance(head, Unmatched):
+            # Expected after a push; logged so an operator can see why no drop came of it.
+            log.info(
+                "%s#%d: removal %s of %s is not of the head %s (%s): nothing to do",
+                repo,
+                pr.number,
+                last.id,
+                (head.removed or "an unnamed commit")[:12],
+                pr.head_oid[:12],
+                head.why,
+            )
+            result.unmatched.append(head)
+            continue
         drop_id, created = record_drop(
             store,
             repo=repo,
             pr=pr.number,
-            head_sha=pr.head_oid,
+            head_sha=head,
             raw_reason=last.reason,
             source="poll",
             observed_at=last.created_at,
             removal_id=last.id,
             base_ref=pr.base_ref,
         )
-        if created:
-            new.append(drop_id)
-    return new
+        (result.new if created else result.seen).append(drop_id)
+    return result

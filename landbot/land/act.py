@@ -3,24 +3,82 @@
 Every action is claimed in the store's ledger first, so a worker killed at any point is
 finished by the next one without acting twice: a claimed action found "started" re-reads
 GitHub to learn whether it took effect. With publish.py, this is the only writer to GitHub.
+
+An answer that never came (MutationOutcomeUnknown: a 5xx or a timeout after sending) is
+never repeated blindly. Each mutation is made idempotent, or verified, like this:
+
+mutation                  after an unknown outcome (or found "started" on resume)
+------------------------  ----------------------------------------------------------------
+enqueue (Requeue)         re-read the PR: merged, closed, head moved or in the queue: not
+                          sent again; else its timeline (the sweep's `queue_removals`): an
+                          AddedToMergeQueueEvent after the drop's removal means it applied
+                          (its group failed fast), and the budget is one; only "no enqueue
+                          since the drop" sends it once more (decide.enqueue_after_unknown)
+status comment, create    `upsert_marked_comment` again: it lists the bot's comments and
+                          finds the one with `<!-- landbot:status -->`: edited, not doubled
+status comment, edit      sent again: an edit of landbot's own comment is idempotent
+hand-back comment         the comments listed for `<!-- landbot:handback -->` plus this
+                          drop's tag `<!-- landbot:drop N -->`: found, it is the one; not
+                          found, created once more
+minimize older hand-back  sent again once (twice is harmless); cosmetic, so a refusal is
+                          logged and does not fail the drop
+reaction (commands)       the client repeats it (`repeatable`): GitHub answers with the
+                          existing reaction
+push (publish.py)         `git ls-remote` of the branch: at the fix, it applied; still at
+                          the job's start, pushed once more under the same lease; anywhere
+                          else, someone moved it: refused, nothing more
+auto-merge (publish.py)   re-read the PR: armed at the pushed head, it applied; not armed
+                          there, sent once more; head moved, not armed (handed back)
+check runs                landbot creates none
+
+A second unknown answer, or a verification that cannot be read, leaves the action
+"started" and the job is retried later (the worker treats MutationOutcomeUnknown as
+transient), so the next attempt verifies again. A drop fails only when GitHub refused a
+mutation (MutationFailed), and its summary names it ("the enqueue failed: ...").
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from landbot.core import keys
 from landbot.core.model import Drop, Evidence, FixerResult, PrSnapshot
-from landbot.github.errors import MutationOutcomeUnknown
+from landbot.github.errors import (
+    GitHubError,
+    MutationFailed,
+    MutationOutcomeUnknown,
+    NetworkError,
+    RateLimited,
+    ServerError,
+)
+from landbot.github.models import Comment, EnqueueResult, PullRemovals, QueueEvent
 from landbot.github.ops import GitHubOps
 from landbot.land.comments import HANDBACK_MARKER, STATUS_MARKER, render_handback, render_status
+from landbot.land.decide import EnqueueCheck, enqueue_after_unknown
 from landbot.land.model import Action, HandBack, Requeue, RunFixer, Status
 from landbot.store import Store
 
 log = logging.getLogger("landbot.land")
 Progress = Callable[[str], None]
+# GitHub did nothing, or may have: the job is retried and the ledger's "started" re-checks.
+NOT_KNOWN = (MutationOutcomeUnknown, NetworkError, ServerError, RateLimited)
+
+
+@runtime_checkable
+class ReadsQueueEvents(Protocol):
+    """The poller's sweep, read here for a PR's recent queue events (GitHubClient has it)."""
+
+    def queue_removals(self, repo: str, *, first: int = 50) -> list[PullRemovals]: ...
+
+
+def refused(mutation: str, exc: GitHubError) -> GitHubError:
+    """The error to raise for a failed mutation: MutationFailed when GitHub is known to have
+    refused it; as it was when GitHub may have acted or did nothing yet (retried later)."""
+    if isinstance(exc, NOT_KNOWN):
+        return exc
+    return MutationFailed(mutation, exc)
 
 
 class Actor:
@@ -53,20 +111,18 @@ class Actor:
         state = self.store.begin_action(key, kind.lower(), drop.id)
         if state == "done":
             return
+        resumed = state == "started"
         self.failpoint(f"before_{kind.lower()}")
         result: Any = None
         if isinstance(action, Requeue):
-            result = self._requeue(drop, pr, action, resumed=state == "started")
+            result = self._requeue(drop, pr, action, resumed=resumed)
         elif isinstance(action, Status):
             body = render_status(action.topic, drop, pr, evidence, fixer)
-            known = self.store.comment_id(drop.repo, drop.pr, "status")
-            c = self.gh.upsert_marked_comment(
-                drop.repo, drop.pr, STATUS_MARKER, body, known_id=known
-            )
+            c = self._status(drop, body)
             self.store.save_comment(drop.repo, drop.pr, "status", c.id, c.node_id)
             result = {"comment": c.id}
         elif isinstance(action, HandBack):
-            result = self._hand_back(drop, pr, evidence, fixer, action, resumed=state == "started")
+            result = self._hand_back(drop, pr, evidence, fixer, action, resumed=resumed)
         elif isinstance(action, RunFixer):
             self.store.spend(drop.repo, drop.pr, drop.head_sha, fixes=1)
             job = self.store.add_job(
@@ -84,24 +140,75 @@ class Actor:
         """Answer a comment command: 👀 when accepted, 👎 when refused."""
         self.gh.add_reaction(repo, comment_id, "eyes" if accepted else "-1")
 
+    # --- enqueue -----------------------------------------------------------------------
+
     def _requeue(self, drop: Drop, pr: PrSnapshot, action: Requeue, *, resumed: bool) -> Any:
         if resumed:
             # A previous attempt claimed this action and may have enqueued before dying.
-            now = self.gh.pull_request(drop.repo, drop.pr)
-            if now.in_merge_queue:
-                return {"already_queued": True, "resumed": True}
+            check = self._check_enqueue(drop, action)
+            if not check.send_again:
+                return {"enqueue": check.finding, "resumed": True}
         else:
             self.store.spend(drop.repo, drop.pr, drop.head_sha, requeues=1)
         self.progress(f"re-enqueueing {drop.repo}#{drop.pr} at {action.head_sha[:7]}")
         try:
-            res = self.gh.enqueue(pr.node_id, action.head_sha, repo=drop.repo)
+            res = self._enqueue(pr, action, drop)
         except MutationOutcomeUnknown:
-            # GitHub may have acted: re-read before trying again, once.
-            now = self.gh.pull_request(drop.repo, drop.pr)
-            if now.in_merge_queue:
-                return {"already_queued": True}
-            res = self.gh.enqueue(pr.node_id, action.head_sha, repo=drop.repo)
+            # GitHub may have acted: find out before sending it again, once.
+            check = self._check_enqueue(drop, action)
+            log.warning("%s#%s: enqueue unanswered; %s", drop.repo, drop.pr, check.why)
+            if not check.send_again:
+                return {"enqueue": check.finding}
+            res = self._enqueue(pr, action, drop)
         return {"already_queued": res.already_queued}
+
+    def _enqueue(self, pr: PrSnapshot, action: Requeue, drop: Drop) -> EnqueueResult:
+        try:
+            return self.gh.enqueue(pr.node_id, action.head_sha, repo=drop.repo)
+        except GitHubError as exc:
+            raise refused("enqueue", exc) from exc
+
+    def _check_enqueue(self, drop: Drop, action: Requeue) -> EnqueueCheck:
+        now = self.gh.pull_request(drop.repo, drop.pr).snapshot()
+        events: Sequence[QueueEvent] | None = None
+        if now.state == "open" and not now.in_queue and now.head_sha == action.head_sha:
+            events = self._queue_events(drop)
+        check = enqueue_after_unknown(drop, action.head_sha, now, events)
+        if check.finding == "cannot_tell":
+            # Neither sending it again nor calling it done is safe: try again later.
+            raise MutationOutcomeUnknown(
+                0, f"enqueue of {drop.repo}#{drop.pr}: {check.why}; retried later"
+            )
+        return check
+
+    def _queue_events(self, drop: Drop) -> Sequence[QueueEvent] | None:
+        """The PR's last queue events, from the sweep query (a PR just enqueued or removed
+        is among the most recently updated); None when they cannot be read."""
+        if not isinstance(self.gh, ReadsQueueEvents):
+            return None
+        for found in self.gh.queue_removals(drop.repo):
+            if found.number == drop.pr:
+                return found.events
+        return None
+
+    # --- comments ----------------------------------------------------------------------
+
+    def _status(self, drop: Drop, body: str) -> Comment:
+        """Edit (or create) the status comment; an unanswered attempt is sent once more:
+        an edit is idempotent, and a create that applied is found by its marker."""
+        for attempt in (1, 2):
+            known = self.store.comment_id(drop.repo, drop.pr, "status")
+            try:
+                return self.gh.upsert_marked_comment(
+                    drop.repo, drop.pr, STATUS_MARKER, body, known_id=known
+                )
+            except MutationOutcomeUnknown:
+                if attempt == 2:
+                    raise
+                log.warning("%s#%s: status comment unanswered; again", drop.repo, drop.pr)
+            except GitHubError as exc:
+                raise refused("status comment", exc) from exc
+        raise AssertionError("unreachable")
 
     def _hand_back(
         self,
@@ -116,20 +223,48 @@ class Actor:
         tag = f"<!-- landbot:drop {drop.id} -->"
         body = render_handback(action.topic, drop, pr, evidence, fixer) + tag + "\n"
         previous = self.store.comment_ref(drop.repo, drop.pr, "handback")
-        existing = None
-        if resumed:
-            existing = next(
-                (
-                    c
-                    for c in self.gh.comments(drop.repo, drop.pr)
-                    if tag in c.body and HANDBACK_MARKER in c.body
-                ),
-                None,
-            )
-        comment = existing or self.gh.create_comment(drop.repo, drop.pr, body)
+        comment = self._find_handback(drop, tag) if resumed else None
+        if comment is None:
+            try:
+                comment = self._create_handback(drop, body)
+            except MutationOutcomeUnknown:
+                # Posted or not: this drop's tag says which; created once more only if not.
+                comment = self._find_handback(drop, tag) or self._create_handback(drop, body)
         self.progress(f"handed {drop.repo}#{drop.pr} back to @{pr.author}")
         if previous is not None and previous[0] != comment.id and previous[1]:
             # The older hand-back is outdated: fold it away so one current one stands.
-            self.gh.minimize_comment(previous[1], "OUTDATED", repo=drop.repo)
+            self._minimize(drop, previous[1])
         self.store.save_comment(drop.repo, drop.pr, "handback", comment.id, comment.node_id)
         return {"comment": comment.id}
+
+    def _find_handback(self, drop: Drop, tag: str) -> Comment | None:
+        return next(
+            (
+                c
+                for c in self.gh.comments(drop.repo, drop.pr)
+                if tag in c.body and HANDBACK_MARKER in c.body
+            ),
+            None,
+        )
+
+    def _create_handback(self, drop: Drop, body: str) -> Comment:
+        try:
+            return self.gh.create_comment(drop.repo, drop.pr, body)
+        except GitHubError as exc:
+            raise refused("hand-back comment", exc) from exc
+
+    def _minimize(self, drop: Drop, node_id: str) -> None:
+        """Fold the older hand-back away; sent again once when unanswered (harmless twice).
+        Cosmetic: the new hand-back is what the author reads, so a refusal is only logged."""
+        for attempt in (1, 2):
+            try:
+                self.gh.minimize_comment(node_id, "OUTDATED", repo=drop.repo)
+                return
+            except MutationOutcomeUnknown as exc:
+                if attempt == 2:
+                    log.warning("%s#%s: minimizing %s: %s", drop.repo, drop.pr, node_id, exc)
+            except (NetworkError, RateLimited):
+                raise  # GitHub did nothing: the job is retried, the ledger re-checks
+            except GitHubError as exc:
+                log.warning("%s#%s: minimizing %s refused: %s", drop.repo, drop.pr, node_id, exc)
+                return

@@ -10,17 +10,22 @@ Every choice of an outcome is made here, and nowhere else:
 - `taken_away`: whether a saved plan may still be finished after a crash;
 - `fix_head_moved`, `conflict_already_merged`: the fixer job's own early answers;
 - `superseded`: what a push or a close makes of the pending drops;
-- `job_failed`, `command_allowed`: a job that cannot finish, a comment command's author.
+- `job_failed`, `command_allowed`: a job that cannot finish, a comment command's author;
+- `enqueue_after_unknown`: whether an enqueue whose answer never came took effect.
 
 All are total: every input has a defined answer, and the tests walk all of them.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from landbot.core.model import Drop, Evidence, FixerResult, History, PrSnapshot, Superseded
 from landbot.core.reasons import Reason
+from landbot.github.models import QueueEvent
 from landbot.land.model import (
     Decision,
     HandBack,
@@ -77,7 +82,48 @@ def confirm(drop: Drop, pr: PrSnapshot, policy: Policy) -> Decision | None:
         return Decision("ignored", (), _MOVED)
     if pr.in_queue:
         return Decision("ignored", (), "the pull request is back in the merge queue")
+    moved = pushed_while_queued(drop, pr)
+    if moved is not None:
+        return moved
     return _opted_out(pr, policy)
+
+
+# How far apart a webhook's arrival and the timeline's removal may be and still be one
+# removal (GitHub's clock against landbot's; the same window links a poll's drop to it).
+SAME_REMOVAL = dt.timedelta(minutes=5)
+PUSH_SKEW = dt.timedelta(seconds=30)
+
+
+def pushed_while_queued(drop: Drop, pr: PrSnapshot) -> Decision | None:
+    """A webhook's drop that GitHub's own timeline says removed another commit of this PR:
+    someone pushed while it was queued (GitHub removes it, and the dequeue webhook names the
+    new head). Nothing is done for a head nobody queued.
+
+    Only positive evidence counts: the removed commit is an earlier commit of the PR, or the
+    head was force-pushed at or after the removal. A removed commit that is a merge group
+    built on this head, or one the timeline cannot place (a squash group), lets the drop
+    stand; so does a removal too far in time from the webhook to be its own (a timeline
+    that lags behind still shows the previous removal)."""
+    if drop.source != "webhook" or pr.removed_commit is None or pr.removed_at is None:
+        return None
+    if drop.observed_at is not None and abs(pr.removed_at - drop.observed_at) > SAME_REMOVAL:
+        return None
+    removed = pr.removed_commit
+    if removed == drop.head_sha:
+        return None
+    if len(pr.removed_parents) == 2 and pr.removed_parents[1] == drop.head_sha:
+        return None  # the merge-group commit built on this head
+    earlier = removed in pr.commits
+    # A push removes the PR within moments; allow GitHub's two clocks a little skew.
+    forced = any(t >= pr.removed_at - PUSH_SKEW for t in pr.force_pushed_at)
+    if not (earlier or forced):
+        return None
+    return Decision(
+        "ignored",
+        (),
+        f"the head was pushed while queued: GitHub removed {removed[:7]}, not this head",
+        removed_head=removed,
+    )
 
 
 def needs_evidence(drop: Drop, pr: PrSnapshot, policy: Policy) -> bool:
@@ -297,3 +343,74 @@ def _after_fixer(drop: Drop, fixer: FixerResult, history: History, policy: Polic
         (Status("handed_back"), HandBack("needs_human")),
         "the fixer needs a person",
     )
+
+
+# --- after a mutation whose answer never came (MutationOutcomeUnknown) ---------------------
+
+# How far GitHub's clock (timeline events) may run behind the one that stamped the drop.
+CLOCK_SKEW = dt.timedelta(seconds=60)
+
+EnqueueFinding = Literal[
+    "queued", "merged", "closed", "head_moved", "added_since_drop", "not_applied", "cannot_tell"
+]
+
+
+@dataclass(frozen=True)
+class EnqueueCheck:
+    """What a re-read says about an enqueue whose answer never came."""
+
+    finding: EnqueueFinding
+    send_again: bool  # only "not_applied": it did not happen and may still happen
+    why: str
+
+
+def enqueue_after_unknown(
+    drop: Drop,
+    head_sha: str,
+    pr: PrSnapshot,
+    events: Sequence[QueueEvent] | None,
+) -> EnqueueCheck:
+    """Did an enqueue of `head_sha` for `drop` take effect? From the PR re-read after it and
+    its timeline's queue events (oldest first; None when they could not be read).
+
+    Merged, closed, a moved head or a PR in the queue: never sent again. Out of the queue yet
+    added after the drop (its new merge group failed fast): it took effect, and the budget is
+    one. Only a timeline that shows no enqueue since the drop lets it be sent again.
+    """
+    if pr.state == "merged":
+        return EnqueueCheck("merged", False, "the pull request merged")
+    if pr.state == "closed":
+        return EnqueueCheck("closed", False, "the pull request was closed")
+    if pr.in_queue:
+        return EnqueueCheck("queued", False, "the pull request is in the merge queue")
+    if pr.head_sha != head_sha:
+        return EnqueueCheck(
+            "head_moved", False, f"the head moved to {pr.head_sha[:7]}: not the head dropped"
+        )
+    if events is None:
+        return EnqueueCheck("cannot_tell", False, "the pull request's timeline could not be read")
+    if added_since(drop, events):
+        return EnqueueCheck(
+            "added_since_drop", False, "added to the merge queue since the drop, and removed again"
+        )
+    return EnqueueCheck("not_applied", True, "no enqueue since the drop")
+
+
+def added_since(drop: Drop, events: Sequence[QueueEvent]) -> bool:
+    """Whether the timeline shows an AddedToMergeQueueEvent after the drop's removal.
+
+    The drop's removal is the first removal stamped no earlier than the drop (less
+    CLOCK_SKEW); without one (a `/landbot retry` long after the removal), any addition
+    stamped since the drop counts. Events without a time are not evidence either way.
+    """
+    if drop.observed_at is None:
+        return False
+    since = _aware(drop.observed_at) - CLOCK_SKEW
+    recent = [e for e in events if e.created_at is not None and _aware(e.created_at) >= since]
+    removal = next((i for i, e in enumerate(recent) if e.kind == "removed"), None)
+    after = recent if removal is None else recent[removal + 1 :]
+    return any(e.kind == "added" for e in after)
+
+
+def _aware(when: dt.datetime) -> dt.datetime:
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)

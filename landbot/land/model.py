@@ -130,3 +130,6 @@ class Decision:
     outcome: Outcome
     actions: tuple[Action, ...]
     why: str
+    # The commit GitHub removed, when the drop was recorded at another (a push while queued):
+    # the drop is corrected to it, so it is a drop of the removal it reports.
+    removed_head: str | None = None

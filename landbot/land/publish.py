@@ -23,11 +23,19 @@ the job started from (`--force-with-lease=refs/heads/<branch>:<sha>`), with the 
 the environment of that one git command, and auto-merge is armed for the new head. A fork
 whose author does not allow maintainer edits is not pushed to: the result carries the
 patch for a hand-back instead.
+
+When the answer is lost (the push broke off before git heard the ref's status, or GitHub
+answered the auto-merge request with a 5xx or not in time), the state is read back instead
+of guessed: the branch head (`git ls-remote`) says whether the push landed, and is pushed
+once more under the same lease only if it is still where the job started; the PR's
+auto-merge request at the new head says whether arming took, and is sent once more only
+if it is not armed and the head is still the fix.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import shlex
 import subprocess
@@ -53,11 +61,14 @@ from landbot.git.workspace import (
     rev_parse,
     run_git,
 )
+from landbot.github.errors import MutationOutcomeUnknown
+
+log = logging.getLogger("landbot.land")
 
 if TYPE_CHECKING:
     from landbot.config import Settings
     from landbot.github.models import PullState
-    from landbot.github.ops import PublishClient
+    from landbot.github.ops import FixClient
 
 
 class PublishError(LandbotError):
@@ -535,6 +546,69 @@ def push_with_lease(
     return outcome
 
 
+def remote_head(mirror: Path, url: str, branch: str, token: str | None) -> str | None:
+    """The branch's commit on the remote (None when the branch does not exist)."""
+    done = run_git(
+        ["ls-remote", "--end-of-options", url, f"refs/heads/{branch}"],
+        git_dir=mirror,
+        token=token,
+        check=False,
+    )
+    if done.returncode != 0:
+        message = redact(done.stderr.decode(errors="replace").strip(), token)
+        raise PublishError(
+            f"cannot read {branch} back after a push without an answer: "
+            f"{message.splitlines()[-1] if message else 'no reason'}; retry the job"
+        )
+    for line in done.stdout.decode(errors="replace").splitlines():
+        sha, _, ref = line.partition("\t")
+        if ref.strip() == f"refs/heads/{branch}":
+            return sha.strip()
+    return None
+
+
+def push_verified(
+    mirror: Path, url: str, new: str, branch: str, expected: str, token: str | None
+) -> PushOutcome:
+    """`push_with_lease`, and when its answer is lost, the branch read back: at `new` it
+    landed; still at `expected` it did not, and is pushed once more under the same lease;
+    anywhere else someone else moved it (the lease would refuse: stale)."""
+    try:
+        return push_with_lease(mirror, url, new, branch, expected, token)
+    except PublishError as lost:
+        at = remote_head(mirror, url, branch, token)
+        if at == new:
+            return PushOutcome(True)
+        if at != expected:
+            return PushOutcome(False, rejected=f"the branch is at {at}", stale=True)
+        log.warning("the push to %s got no answer and did not land (%s); once more", branch, lost)
+        return push_with_lease(mirror, url, new, branch, expected, token)
+
+
+def arm_auto_merge(client: FixClient, pr: PullState, new: str, merge_method: str) -> str | None:
+    """Arm auto-merge for `new`; None when armed, else why not. An answer that never
+    came is checked on the PR: armed at `new`, it took; not armed at `new`, sent once more."""
+    try:
+        client.enable_auto_merge(pr.node_id, new, merge_method, repo=pr.repo)
+        return None
+    except MutationOutcomeUnknown as exc:
+        try:
+            now = client.pull_request(pr.repo, pr.number)
+        except LandbotError as read:
+            return f"{exc}; and the pull request could not be re-read: {read}"
+        if now.head_oid != new:
+            return f"the head moved to {_short(now.head_oid)} before auto-merge was armed"
+        if now.auto_merge:
+            return None
+    except LandbotError as exc:
+        return str(exc)
+    try:
+        client.enable_auto_merge(pr.node_id, new, merge_method, repo=pr.repo)
+    except LandbotError as exc:
+        return str(exc)
+    return None
+
+
 # --- the whole step -------------------------------------------------------------------
 
 
@@ -557,7 +631,7 @@ class PublishOptions:
 
 
 def publish(
-    client: PublishClient,
+    client: FixClient,
     ws: Workspace,
     pr: PullState,
     settings: Settings | PublishOptions,
@@ -606,7 +680,7 @@ def publish(
         check_branch_name(pr.head_ref)
         token = client.git_token(ws.repo)
         with file_lock(ws.mirror_lock):
-            outcome = push_with_lease(
+            outcome = push_verified(
                 ws.mirror,
                 repo_url(options.git_url, pr.head_repo),
                 new,
@@ -625,10 +699,9 @@ def publish(
                 refused=f"the push to {pr.head_ref} was rejected: {outcome.rejected}",
                 commits=commits,
             )
-        try:
-            client.enable_auto_merge(pr.node_id, new, options.merge_method, repo=ws.repo)
-        except LandbotError as exc:
-            return PublishResult(pushed_sha=new, commits=commits, auto_merge_error=str(exc))
+        problem = arm_auto_merge(client, pr, new, options.merge_method)
+        if problem is not None:
+            return PublishResult(pushed_sha=new, commits=commits, auto_merge_error=problem)
         return PublishResult(pushed_sha=new, commits=commits, auto_merge_armed=True)
     except WorkspaceError as exc:
         raise PublishError(str(exc)) from None

@@ -65,12 +65,14 @@ class Lander:
             # After the fixer, the evidence is the one the fixer worked from.
             known = evidence_from(plan) if plan is not None else None
             decision, evidence, pr = self._decide(drop, fixer, known)
+            corrected = {"head_sha": decision.removed_head} if decision.removed_head else {}
             self.store.update_drop(
                 drop_id,
                 plan=plan_json(decision, evidence, fixer),
                 class_=evidence.triage_class,
                 summary=decision.why,
                 evidence={"merge_group_source": evidence.merge_group_source},
+                **corrected,
             )
         self.failpoint("after_decide")
         if decision.actions:

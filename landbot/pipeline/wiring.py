@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import json
 from collections.abc import Callable
@@ -98,8 +99,6 @@ def make_fixer(settings: Settings, client: Callable[[], FixClient]) -> FixRunner
 
 
 def make_worker(settings: Settings, store: Store) -> Worker:
-    import datetime as dt
-
     from landbot.pipeline.worker import Worker
 
     # One client for the land loop and the fixer, made on first use.
@@ -124,8 +123,29 @@ def resolve_repo(settings: Settings, repo: str | None) -> str:
     raise LandbotError("which repository? pass --repo OWNER/NAME (or set one in LANDBOT_REPOS)")
 
 
-def status_rows(store: Store, repo: str | None) -> list[dict[str, Any]]:
-    """`landbot status --json`: one object per drop, newest first (design.md "Formats")."""
+STATUS_LIMIT = 200  # `landbot status` without --limit: what it has always shown
+
+
+def parse_since(text: str) -> dt.datetime:
+    """`--since TIME`: ISO 8601, a date or a date and time; no offset means UTC."""
+    try:
+        when = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise LandbotError(
+            f"--since {text!r} is not an ISO 8601 time; use e.g. 2026-12-01 or 2026-12-01T09:30:00Z"
+        ) from None
+    return when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when.astimezone(dt.UTC)
+
+
+def status_rows(
+    store: Store,
+    repo: str | None,
+    *,
+    limit: int | None = STATUS_LIMIT,
+    since: dt.datetime | None = None,
+) -> list[dict[str, Any]]:
+    """`landbot status --json`: one object per drop, newest first (design.md "Formats"),
+    at most `limit` (None: every one), observed at or after `since`."""
     return [
         {
             "id": d.id,
@@ -141,7 +161,7 @@ def status_rows(store: Store, repo: str | None) -> list[dict[str, Any]]:
             "observed_at": d.observed_at.isoformat(),
             "updated_at": d.updated_at.isoformat(),
         }
-        for d in store.drops(repo)
+        for d in store.drops(repo, limit, since=since)
     ]
 
 

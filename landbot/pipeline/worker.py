@@ -19,7 +19,7 @@ from typing import Any
 
 from landbot.core.model import Drop, Evidence, FixerResult
 from landbot.errors import LandbotError
-from landbot.github.errors import NetworkError, RateLimited, ServerError
+from landbot.github.errors import MutationOutcomeUnknown, NetworkError, RateLimited, ServerError
 from landbot.intake import events
 from landbot.land.decide import job_failed
 from landbot.pipeline import deliveries
@@ -28,7 +28,9 @@ from landbot.pipeline.process import Lander
 from landbot.store import Lease, Store, StoredDelivery, utcnow
 
 log = logging.getLogger("landbot.worker")
-TRANSIENT = (NetworkError, ServerError, RateLimited)
+# Retried later. A mutation whose answer never came is among them: its ledger entry stays
+# "started", so the next attempt re-reads GitHub before sending it again (land/act.py).
+TRANSIENT = (NetworkError, ServerError, RateLimited, MutationOutcomeUnknown)
 # Runs one land-fixer job: (the drop, the evidence its plan was decided on) → the result.
 FixRunner = Callable[[Drop, Evidence], FixerResult]
 MAX_ATTEMPTS = 5

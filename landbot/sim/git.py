@@ -244,6 +244,12 @@ def commit_message(git_dir: Path, sha: str) -> str:
     return out(git_dir, "log", "-1", "--format=%B", sha)
 
 
+@functools.lru_cache(maxsize=4096)
+def parents(git_dir: Path, sha: str) -> tuple[str, ...]:
+    """A commit's parents in order (a commit never changes, so once per sha)."""
+    return tuple(out(git_dir, "log", "-1", "--format=%P", sha).split())
+
+
 def is_ancestor(git_dir: Path, ancestor: str, descendant: str) -> bool:
     return (
         git(git_dir, "merge-base", "--is-ancestor", ancestor, descendant, check=False).returncode

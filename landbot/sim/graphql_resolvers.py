@@ -217,6 +217,20 @@ class Commit:
     def url(self) -> str:
         return f"{self.ctx.gh.urls.web}/{self.repo.full_name}/commit/{self.oid}"
 
+    def parents(
+        self,
+        first: int | None = None,
+        last: int | None = None,
+        after: str | None = None,
+        before: str | None = None,
+    ) -> Json:
+        nodes = [
+            Commit(self.ctx, self.repo, p) for p in git.parents(self.repo.require_git(), self.oid)
+        ]
+        return connection(
+            nodes, field="parents", first=first, last=last, after=after, before=before
+        )
+
 
 class Ref:
     typename = "Ref"
@@ -656,6 +670,10 @@ class TimelineObject:
             self.reason = data["reason"]
         if event.typename == "RemovedFromMergeQueueEvent":
             self.before_commit = Commit(ctx, pr.repo, data["before_commit"])
+        if event.typename == "HeadRefForcePushedEvent":
+            self.before_commit = Commit(ctx, pr.head_repo, data["before_commit"])
+            self.after_commit = Commit(ctx, pr.head_repo, data["after_commit"])
+            self.ref = Ref(ctx, pr.head_repo, data["ref"])
         if "enqueuer" in data:
             self.enqueuer = actor(ctx, data["enqueuer"])
         if event.typename == "AutoMergeEnabledEvent":

@@ -10,6 +10,25 @@ Every removal goes through `remove`, which does what GitHub does when a PR leave
 the group is destroyed, a `RemovedFromMergeQueueEvent` joins the timeline, auto-merge is
 switched off (except after a merge or a head push) and `pull_request` `dequeued` is sent.
 
+What the removal's `beforeCommit` names, and on what evidence:
+
+- once a merge group exists (failed checks, a timeout, a merge, a manual removal after the
+  group was built), the PR head by default, or the group commit when the model's
+  `removal_before_commit` is "group". GitHub has been seen doing both: its schema says only
+  "the before commit SHA"; the group commit was observed by this project (triage's route 3,
+  landbot/github/queries/latest_queue_removal.graphql) and by others (digitaldrywood/detent
+  issue 2474: a `failed_checks` removal whose `beforeCommit` was not the PR head); it is
+  "not always the PR head" (../shared/reference/github.md). Tests run both ways;
+- before any group exists (a conflict, an early manual removal), the PR head: there is no
+  other commit it could name;
+- after a push to a queued PR, the head before the push. Inferred from the field's name, not
+  observed; landbot must not act on it either way (the removed head is gone).
+
+The group commit is a real merge commit, base first and PR head second, as GitHub's queue
+builds one with the merge method (the only method simulated); `Commit.parents` serves it.
+A push that rewrites the head's history adds a `HeadRefForcePushedEvent` to the timeline
+(model.py); a fast-forward push adds no timeline item here (GitHub adds `PullRequestCommit`s).
+
 The model (FakeGitHub) drives the queue and is passed in as a QueueWorld, so this module
 does not import it back.
 """
@@ -60,6 +79,7 @@ class QueueWorld(payloads.World, Protocol):
     """What the queue uses of the simulated GitHub: its clock, refs, timeline, CI, webhooks."""
 
     clock: Clock
+    removal_before_commit: str  # "head" | "group": see `remove`
 
     def _emit(self, event: str, payload: dict[str, Any]) -> Delivery: ...
 
@@ -207,14 +227,17 @@ def remove(
     repo = pr.repo
     queue = repo.queues[pr.base_ref]
     queue.entries.remove(entry)
+    named = before_commit or pr.head_sha
     if entry.group is not None:
+        if before_commit is None and gh.removal_before_commit == "group":
+            named = entry.group.head_sha
         _destroy(gh, queue, entry, destroyed_reason)
     gh._timeline(
         pr,
         "RemovedFromMergeQueueEvent",
         actor,
         reason=timeline_reason,
-        before_commit=before_commit or pr.head_sha,
+        before_commit=named,
         enqueuer=entry.enqueuer,
         queue=queue.branch,
     )

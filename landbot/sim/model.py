@@ -123,6 +123,7 @@ class FakeGitHub:
         clock: Clock | None = None,
         urls: Urls | None = None,
         auto_checks: bool = True,
+        removal_before_commit: str = "head",
     ) -> None:
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
@@ -133,6 +134,9 @@ class FakeGitHub:
         self.webhooks = Outbox(secret=webhook_secret, url=webhook_url)
         # Run the check scenario on every new PR head (as a `pull_request` workflow would).
         self.auto_checks = auto_checks
+        # What a removal's `beforeCommit` names once a merge group exists: "head" (the PR
+        # head) or "group" (the group commit); GitHub has been seen doing both (merge_queue.py).
+        self.removal_before_commit = removal_before_commit
         self.users: dict[str, User] = {}
         self.repos: dict[str, Repository] = {}
         self.apps: dict[int, App] = {}
@@ -638,6 +642,17 @@ class FakeGitHub:
         pr.head_sha = new
         pr.updated_at = self.clock.now()
         self._update_pull_ref(pr)
+        if not git.is_ancestor(pr.head_repo.require_git(), before, new):
+            # A push that rewrites history is a timeline item of its own (a fast-forward push
+            # adds `PullRequestCommit` items instead, which the simulation does not record).
+            self._timeline(
+                pr,
+                "HeadRefForcePushedEvent",
+                pusher or pr.author,
+                before_commit=before,
+                after_commit=new,
+                ref=pr.head_ref,
+            )
         entry = self._entry(pr)
         if entry is not None:
             merge_queue.remove(

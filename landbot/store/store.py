@@ -78,6 +78,11 @@ class Store:
             .on_conflict_do_nothing(index_elements=["delivery_id"])
             .returning(deliveries.c.id)
         )
+        # Two workers may record the same group at once (a merge_group event and a failed
+        # check): the loser's insert is a no-op, and both then update the one row.
+        self._insert_group = insert(merge_groups).on_conflict_do_nothing(
+            index_elements=["repo", "head_sha"]
+        )
 
     @classmethod
     def open(cls, url: str, *, migrate: bool = True) -> Store:
@@ -247,21 +252,22 @@ class Store:
                 jobs.c.status == "queued",
                 jobs.c.dedupe_key.startswith(dedupe_prefix, autoescape=True),
             )
-            drop_ids = [
-                r.drop_id
-                for r in conn.execute(sa.select(jobs.c.drop_id).where(*cond))
-                if r.drop_id is not None
-            ]
-            res = conn.execute(
-                jobs.update().where(*cond).values(status="cancelled", updated_at=now)
-            )
+            # One statement picks and cancels the jobs: a job another worker commits between
+            # a separate SELECT and the UPDATE would be cancelled with its drop left pending.
+            cancelled = conn.execute(
+                jobs.update()
+                .where(*cond)
+                .values(status="cancelled", updated_at=now)
+                .returning(jobs.c.drop_id)
+            ).all()
+            drop_ids = [r.drop_id for r in cancelled if r.drop_id is not None]
             if drop_ids:
                 conn.execute(
                     drops.update()
                     .where(drops.c.id.in_(drop_ids), drops.c.outcome == "pending")
                     .values(outcome=outcome, summary=why, updated_at=now)
                 )
-            return res.rowcount
+            return len(cancelled)
 
     def job(self, job_id: int) -> StoredJob | None:
         with self.engine.connect() as conn:
@@ -329,7 +335,16 @@ class Store:
             return int(pk[0]), True
 
     def update_drop(self, drop_id: int, **values: Any) -> None:
-        allowed = {"outcome", "summary", "class_", "evidence", "merge_group_sha", "plan"}
+        # head_sha only to correct a drop a webhook recorded at a head GitHub did not remove.
+        allowed = {
+            "outcome",
+            "summary",
+            "class_",
+            "evidence",
+            "merge_group_sha",
+            "plan",
+            "head_sha",
+        }
         unknown = set(values) - allowed
         if unknown:
             raise ValueError(f"cannot update drop fields {sorted(unknown)}")
@@ -345,11 +360,22 @@ class Store:
             row = conn.execute(sa.select(drops).where(drops.c.id == drop_id)).first()
         return StoredDrop(**_fields(row)) if row is not None else None
 
-    def drops(self, repo: str | None = None, limit: int = 200) -> list[StoredDrop]:
-        """Drops, newest first."""
-        q = sa.select(drops).order_by(drops.c.observed_at.desc(), drops.c.id.desc()).limit(limit)
+    def drops(
+        self,
+        repo: str | None = None,
+        limit: int | None = 200,
+        *,
+        since: dt.datetime | None = None,
+    ) -> list[StoredDrop]:
+        """Drops, newest first (by observed_at, then id): at most `limit` (None: all),
+        observed at or after `since`."""
+        q = sa.select(drops).order_by(drops.c.observed_at.desc(), drops.c.id.desc())
+        if limit is not None:
+            q = q.limit(limit)
         if repo is not None:
             q = q.where(drops.c.repo == repo)
+        if since is not None:
+            q = q.where(drops.c.observed_at >= since)
         with self.engine.connect() as conn:
             return [StoredDrop(**_fields(row)) for row in conn.execute(q)]
 
@@ -413,26 +439,31 @@ class Store:
     ) -> None:
         now = utcnow()
         with self.tx() as conn:
-            res = conn.execute(
+            conn.execute(
+                self._insert_group.values(
+                    repo=repo,
+                    pr=pr,
+                    head_sha=head_sha,
+                    head_ref=head_ref,
+                    base_ref=base_ref,
+                    base_sha=base_sha,
+                    status=status,
+                    failures=[],
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            conn.execute(
                 merge_groups.update()
                 .where(merge_groups.c.repo == repo, merge_groups.c.head_sha == head_sha)
-                .values(status=status, updated_at=now)
-            )
-            if res.rowcount == 0:
-                conn.execute(
-                    merge_groups.insert().values(
-                        repo=repo,
-                        pr=pr,
-                        head_sha=head_sha,
-                        head_ref=head_ref,
-                        base_ref=base_ref,
-                        base_sha=base_sha,
-                        status=status,
-                        failures=[],
-                        created_at=now,
-                        updated_at=now,
-                    )
+                .values(
+                    status=status,
+                    head_ref=head_ref,
+                    base_ref=sa.func.coalesce(merge_groups.c.base_ref, base_ref),
+                    base_sha=sa.func.coalesce(merge_groups.c.base_sha, base_sha),
+                    updated_at=now,
                 )
+            )
 
     def add_group_failure(
         self, repo: str, head_sha: str, failure: Mapping[str, Any], *, pr: int, head_ref: str
@@ -441,25 +472,24 @@ class Store:
         `merge_group` event was missed)."""
         now = utcnow()
         with self.tx() as conn:
+            conn.execute(
+                self._insert_group.values(
+                    repo=repo,
+                    pr=pr,
+                    head_sha=head_sha,
+                    head_ref=head_ref,
+                    status="checks_requested",
+                    failures=[],
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            # FOR UPDATE (PostgreSQL): two failures of one group must not overwrite each other.
             row = conn.execute(
-                sa.select(merge_groups.c.id, merge_groups.c.failures).where(
-                    merge_groups.c.repo == repo, merge_groups.c.head_sha == head_sha
-                )
-            ).first()
-            if row is None:
-                conn.execute(
-                    merge_groups.insert().values(
-                        repo=repo,
-                        pr=pr,
-                        head_sha=head_sha,
-                        head_ref=head_ref,
-                        status="checks_requested",
-                        failures=[dict(failure)],
-                        created_at=now,
-                        updated_at=now,
-                    )
-                )
-                return
+                sa.select(merge_groups.c.id, merge_groups.c.failures)
+                .where(merge_groups.c.repo == repo, merge_groups.c.head_sha == head_sha)
+                .with_for_update()
+            ).one()
             failures = [f for f in (row.failures or []) if f != dict(failure)]
             conn.execute(
                 merge_groups.update()

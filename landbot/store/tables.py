@@ -37,21 +37,48 @@ class UTCDateTime(sa.types.TypeDecorator[dt.datetime]):
 
 TS = UTCDateTime
 
+
+class Str(sa.types.TypeDecorator[str]):
+    """VARCHAR(n) that refuses a longer value on every backend, not only on PostgreSQL:
+    SQLite ignores the length, so without this an overlong write passes every SQLite test
+    and fails in production (issue 11)."""
+
+    impl = sa.String
+    cache_ok = True
+
+    def __init__(self, length: int) -> None:
+        super().__init__(length)
+        self.length = length
+
+    def process_bind_param(self, value: str | None, dialect: sa.Dialect) -> str | None:
+        if value is not None and len(value) > self.length:
+            raise ValueError(
+                f"a {len(value)}-character value ({value[:40]!r}...) does not fit a"
+                f" {self.length}-character column; bound the writer or widen the column"
+                " in a migration"
+            )
+        return value
+
+    def coerce_compared_value(self, op: Any, value: Any) -> Any:
+        # Only writes are checked: a lookup by a longer value finds nothing, as on PostgreSQL.
+        return self.impl_instance
+
+
 # One row per webhook delivery, deduplicated by GitHub's X-GitHub-Delivery GUID. The raw body
 # is kept so a worker can parse it later, off the request path.
 deliveries = sa.Table(
     "deliveries",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("delivery_id", sa.String(100), nullable=False, unique=True),
-    sa.Column("event", sa.String(100), nullable=False),
-    sa.Column("action", sa.String(100)),
-    sa.Column("repo", sa.String(200)),
+    sa.Column("delivery_id", Str(100), nullable=False, unique=True),
+    sa.Column("event", Str(100), nullable=False),
+    sa.Column("action", sa.Text),  # 0004: any length GitHub sends
+    sa.Column("repo", Str(200)),
     sa.Column("body", sa.LargeBinary, nullable=False),
     sa.Column("received_at", TS, nullable=False),
-    sa.Column("status", sa.String(20), nullable=False, server_default="pending"),
+    sa.Column("status", Str(20), nullable=False, server_default="pending"),
     sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
-    sa.Column("lease_owner", sa.String(200)),
+    sa.Column("lease_owner", Str(200)),
     sa.Column("lease_expires_at", TS),
     sa.Column("processed_at", TS),
     sa.Column("error", sa.Text),
@@ -63,21 +90,21 @@ drops = sa.Table(
     "drops",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("repo", sa.String(200), nullable=False),
+    sa.Column("repo", Str(200), nullable=False),
     sa.Column("pr", sa.Integer, nullable=False),
-    sa.Column("head_sha", sa.String(40), nullable=False),
-    sa.Column("merge_group_sha", sa.String(40)),
-    sa.Column("reason", sa.String(50), nullable=False),
-    sa.Column("raw_reason", sa.String(100)),
-    sa.Column("source", sa.String(20), nullable=False),
-    sa.Column("dedupe_key", sa.String(300), nullable=False, unique=True),
-    sa.Column("class", sa.String(30)),
-    sa.Column("outcome", sa.String(20), nullable=False, server_default="pending"),
+    sa.Column("head_sha", Str(40), nullable=False),
+    sa.Column("merge_group_sha", Str(40)),
+    sa.Column("reason", Str(50), nullable=False),
+    sa.Column("raw_reason", sa.Text),  # 0004: an undocumented reason
+    sa.Column("source", Str(20), nullable=False),
+    sa.Column("dedupe_key", Str(300), nullable=False, unique=True),
+    sa.Column("class", Str(30)),
+    sa.Column("outcome", Str(20), nullable=False, server_default="pending"),
     sa.Column("summary", sa.Text),
     sa.Column("evidence", sa.JSON),
     sa.Column("plan", sa.JSON),  # revision 0003: the decision, saved before acting
-    sa.Column("delivery_id", sa.String(100)),  # 0003: the webhook that reported it
-    sa.Column("removal_id", sa.String(100)),  # 0003: the timeline event that reported it
+    sa.Column("delivery_id", Str(100)),  # 0003: the webhook that reported it
+    sa.Column("removal_id", Str(100)),  # 0003: the timeline event that reported it
     sa.Column("observed_at", TS, nullable=False),
     sa.Column("created_at", TS, nullable=False),
     sa.Column("updated_at", TS, nullable=False),
@@ -90,13 +117,13 @@ jobs = sa.Table(
     "jobs",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("kind", sa.String(50), nullable=False),
-    sa.Column("dedupe_key", sa.String(300), unique=True),
+    sa.Column("kind", Str(50), nullable=False),
+    sa.Column("dedupe_key", Str(300), unique=True),
     sa.Column("drop_id", sa.Integer, sa.ForeignKey("drops.id")),
     sa.Column("payload", sa.JSON, nullable=False),
-    sa.Column("status", sa.String(20), nullable=False, server_default="queued"),
+    sa.Column("status", Str(20), nullable=False, server_default="queued"),
     sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
-    sa.Column("lease_owner", sa.String(200)),
+    sa.Column("lease_owner", Str(200)),
     sa.Column("lease_expires_at", TS),
     sa.Column("not_before", TS),
     sa.Column("result", sa.JSON),
@@ -111,11 +138,11 @@ comments = sa.Table(
     "comments",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("repo", sa.String(200), nullable=False),
+    sa.Column("repo", Str(200), nullable=False),
     sa.Column("pr", sa.Integer, nullable=False),
-    sa.Column("marker", sa.String(100), nullable=False),
+    sa.Column("marker", Str(100), nullable=False),
     sa.Column("comment_id", sa.BigInteger, nullable=False),
-    sa.Column("node_id", sa.String(100)),
+    sa.Column("node_id", Str(100)),
     sa.Column("updated_at", TS, nullable=False),
     sa.UniqueConstraint("repo", "pr", "marker", name="uq_comments_repo_pr_marker"),
 )
@@ -124,9 +151,9 @@ comments = sa.Table(
 budgets = sa.Table(
     "budgets",
     metadata,
-    sa.Column("repo", sa.String(200), primary_key=True),
+    sa.Column("repo", Str(200), primary_key=True),
     sa.Column("pr", sa.Integer, primary_key=True),
-    sa.Column("head_sha", sa.String(40), primary_key=True),
+    sa.Column("head_sha", Str(40), primary_key=True),
     sa.Column("requeues", sa.Integer, nullable=False, server_default="0"),
     sa.Column("fixer_attempts", sa.Integer, nullable=False, server_default="0"),
     sa.Column("updated_at", TS, nullable=False),
@@ -138,10 +165,10 @@ actions = sa.Table(
     "actions",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("key", sa.String(300), nullable=False, unique=True),
+    sa.Column("key", Str(300), nullable=False, unique=True),
     sa.Column("drop_id", sa.Integer, sa.ForeignKey("drops.id")),
-    sa.Column("kind", sa.String(50), nullable=False),
-    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("kind", Str(50), nullable=False),
+    sa.Column("status", Str(20), nullable=False),
     sa.Column("result", sa.JSON),
     sa.Column("created_at", TS, nullable=False),
     sa.Column("updated_at", TS, nullable=False),
@@ -154,13 +181,15 @@ merge_groups = sa.Table(
     "merge_groups",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("repo", sa.String(200), nullable=False),
+    sa.Column("repo", Str(200), nullable=False),
     sa.Column("pr", sa.Integer, nullable=False),
-    sa.Column("head_sha", sa.String(40), nullable=False),
-    sa.Column("head_ref", sa.String(400), nullable=False),
-    sa.Column("base_ref", sa.String(300)),
-    sa.Column("base_sha", sa.String(40)),
-    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("head_sha", Str(40), nullable=False),
+    # 0004: branch names have no documented bound, and `destroyed:<reason>` is GitHub's
+    # reason (`destroyed:invalidated` did not fit the 20 characters of 0003)
+    sa.Column("head_ref", sa.Text, nullable=False),
+    sa.Column("base_ref", sa.Text),
+    sa.Column("base_sha", Str(40)),
+    sa.Column("status", sa.Text, nullable=False),
     sa.Column("failures", sa.JSON),
     sa.Column("created_at", TS, nullable=False),
     sa.Column("updated_at", TS, nullable=False),

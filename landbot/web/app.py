@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import sys
-import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -27,6 +26,7 @@ from landbot.config import Settings
 from landbot.store import Store, StoredDrop
 from landbot.web import dashboard, metrics
 from landbot.web.body import MAX_BODY_BYTES, BadContentLength, BodyTooLarge, read_capped
+from landbot.web.inbox import Inbox, StoreBusy
 from landbot.web.signature import header_problem, signature_matches
 from landbot.web.stats import store_gauges
 from landbot.web.wal import WalCheckpointer
@@ -82,18 +82,9 @@ class _Receiver:
         self.worker_alive = worker_alive
         self.max_body = max_body
         self.counters = metrics.DeliveryCounters()
-        # SQLite has one writer at a time, and threads racing for its lock lose time in
-        # SQLite's busy handler, which sleeps 1, 2, 5, 10… ms between attempts. Queue this
-        # app's writes on a lock instead, so each starts the moment the previous commits.
-        self.write_lock = threading.Lock() if store.engine.dialect.name == "sqlite" else None
-
-    def _record(
-        self, delivery: str, event: str, action: str | None, repo: str | None, body: bytes
-    ) -> bool:
-        if self.write_lock is None:
-            return self.store.record_delivery(delivery, event, action, repo, body)
-        with self.write_lock:
-            return self.store.record_delivery(delivery, event, action, repo, body)
+        # Deliveries are written through the inbox, which never waits in SQLite's busy
+        # handler behind a worker that is catching up (landbot.web.inbox).
+        self.inbox = Inbox(store)
 
     def _count(self, outcome: str, response: Response) -> Response:
         self.counters.add(outcome)
@@ -189,10 +180,12 @@ class _Receiver:
             )
 
         try:
-            created = await run_in_threadpool(self._record, delivery, event, action, repo, body)
+            created = await run_in_threadpool(
+                self.inbox.record, delivery, event, action, repo, body
+            )
         except sa.exc.IntegrityError:
             created = False  # a concurrent copy of this delivery won the unique key
-        except sa.exc.SQLAlchemyError:
+        except (sa.exc.SQLAlchemyError, StoreBusy):
             log.exception("webhook delivery %s could not be stored", delivery)
             return self._count(
                 "store_error",
@@ -286,6 +279,7 @@ def create_app(
         finally:
             if checkpointer is not None:
                 checkpointer.stop()
+            receiver.inbox.close()
             sys.setswitchinterval(previous)
 
     if receiver.secret is None:
@@ -304,4 +298,5 @@ def create_app(
     )
     app.state.counters = receiver.counters
     app.state.checkpointer = checkpointer
+    app.state.inbox = receiver.inbox
     return app

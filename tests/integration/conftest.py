@@ -1,6 +1,7 @@
 """A world for the land loop's integration tests: the simulated GitHub served over HTTP, a
 real git repository, landbot's real webhook endpoint on loopback receiving GitHub's signed
-deliveries, a SQLite store in a file, and a worker the test drives step by step."""
+deliveries, a store (a SQLite file, and again a new database on the session's throwaway
+PostgreSQL: every test runs on both), and a worker the test drives step by step."""
 
 from __future__ import annotations
 
@@ -84,8 +85,18 @@ class World:
         return [c for c in self.gh.comments_on(self.repo, number) if c.author == self.bot]
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The World's store: PostgreSQL enforces what SQLite does not (column lengths, 32-bit
+    integers, NUL-free text, row locks), so the whole loop runs on both."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'landbot.db'}"
+    url: str = request.getfixturevalue("postgres_databases").create()
+    return url
+
+
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
+def world(tmp_path: Path, database_url: str) -> Iterator[World]:
     gh = FakeGitHub(tmp_path / "github", webhook_secret=SECRET)
     repo = gh.create_repo(REPO, files=FILES)
     bot = "landbot-bot"
@@ -97,7 +108,7 @@ def world(tmp_path: Path) -> Iterator[World]:
             github=GitHubSettings(
                 api_url=server.url, token=token, webhook_secret=SECRET, git_url=gh.git_url
             ),
-            database_url=f"sqlite:///{tmp_path / 'landbot.db'}",
+            database_url=database_url,
             repos=[REPO],
         )
         store = Store.open(settings.database_url)

@@ -3,6 +3,7 @@ and fixer result, with invariants that must hold everywhere and a table of exact
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 from dataclasses import replace
 from typing import get_args
@@ -28,6 +29,7 @@ from landbot.land.decide import (
     fix_head_moved,
     job_failed,
     needs_evidence,
+    pushed_while_queued,
     superseded,
     taken_away,
     without_look,
@@ -484,3 +486,71 @@ def test_a_push_or_close_ends_pending_drops_as_confirm_would(cause: str, state: 
     # The same answer the drop's own re-read would give, without the GitHub call.
     assert d == confirm(DROP, STALE[state], Policy())
     assert d.outcome == "ignored" and d.actions == ()
+
+
+# --- a push while queued: the webhook names the new head ---------------------------------
+
+T = dt.datetime(2026, 12, 1, 10, 0, tzinfo=dt.UTC)
+OLD = "c" * 40
+GROUP = "d" * 40
+HOOK = replace(DROP, reason="unknown", observed_at=T + dt.timedelta(seconds=2))
+PUSHED = replace(OPEN, removed_commit=OLD, removed_at=T, commits=(OLD, HEAD))
+
+
+@pytest.mark.parametrize(
+    ("why", "drop", "pr", "ignored"),
+    [
+        ("the removed commit is an earlier commit of the PR", HOOK, PUSHED, True),
+        (
+            "force-pushed as it was removed",
+            HOOK,
+            replace(PUSHED, commits=(HEAD,), force_pushed_at=(T,)),
+            True,
+        ),
+        # The controls: every way the removal is this head's own.
+        ("the removed commit is the head", HOOK, replace(PUSHED, removed_commit=HEAD), False),
+        (
+            "a merge group built on the head",
+            HOOK,
+            replace(PUSHED, removed_commit=GROUP, removed_parents=(OLD, HEAD)),
+            False,
+        ),
+        (
+            "a squash group the timeline cannot place",
+            HOOK,
+            replace(PUSHED, removed_commit=GROUP),
+            False,
+        ),
+        (
+            "an old force push",
+            HOOK,
+            replace(PUSHED, commits=(HEAD,), force_pushed_at=(T - dt.timedelta(hours=1),)),
+            False,
+        ),
+        (
+            "the timeline still shows the previous removal",
+            replace(HOOK, observed_at=T + dt.timedelta(minutes=30)),
+            PUSHED,
+            False,
+        ),
+        ("no removal in the timeline yet", HOOK, replace(PUSHED, removed_commit=None), False),
+        (
+            "a poll's drop (the sweep ties its own head)",
+            replace(HOOK, source="poll"),
+            PUSHED,
+            False,
+        ),
+        ("a person asked", replace(HOOK, source="command"), PUSHED, False),
+    ],
+)
+def test_a_push_while_queued_is_told_from_a_removal_of_this_head(
+    why: str, drop: Drop, pr: PrSnapshot, ignored: bool
+) -> None:
+    moved = pushed_while_queued(drop, pr)
+    assert (moved is not None) == ignored, why
+    d = decide(drop, pr, Evidence(), History(), Policy())
+    if ignored:
+        assert d.outcome == "ignored" and d.actions == () and OLD[:7] in d.why
+        assert not needs_evidence(drop, pr, Policy())
+    else:
+        assert d.actions != () or (d.outcome == "ignored" and "pushed" not in d.why)

@@ -600,3 +600,83 @@ def test_a_fix_committed_inside_the_real_sandbox_is_published(world: World, over
     assert result.pushed_sha == new, result.refused
     assert world.branch(repo, "feat") == new and result.auto_merge_armed
     assert world.workspaces.stats.overlay_jobs == (1 if overlay else 0)
+
+
+# --- answers that never came (issue 11): the branch head and the auto-merge request say ---
+
+
+def break_off_after_the_ref_update(world: World, repo: Repository, *, landed: bool = True) -> Path:
+    """A real fault in real git: the remote's receive-pack dies right after it committed the
+    ref update (or, not `landed`, before it took any lock), without telling the pusher, as a
+    dropped connection does. One push only."""
+    bare = Path(world.gh.clone_url(repo).removeprefix("file://"))
+    state = "committed" if landed else "*"
+    hook = bare / "hooks" / ("reference-transaction" if landed else "pre-receive")
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(
+        f'#!/bin/sh\ncase "$1" in {state}) rm -f -- "$0"; kill -9 "$PPID";; esac\nexit 0\n'
+    )
+    hook.chmod(0o755)
+    return hook
+
+
+def test_a_push_whose_answer_was_lost_after_it_landed_is_not_pushed_again(
+    world: World,
+) -> None:
+    repo = world.repo()
+    pending_checks(world, repo)
+    pr = world.gh.open_pull_request(repo, head="lost", files={"app.py": "ANSWER = 42\n"})
+    hook = break_off_after_the_ref_update(world, repo)
+    with world.job(repo, pr) as ws:
+        new = agent_commit(ws, {"app.py": "ANSWER = 42  # fixed\n"})
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    assert not hook.exists()  # the fault fired: the push lost its answer
+    assert result.refused is None, result.refused
+    assert result.pushed_sha == new and result.auto_merge_armed
+    assert world.branch(repo, "lost") == new
+
+
+def test_the_control_a_push_lost_before_it_landed_is_pushed_once_more(world: World) -> None:
+    repo = world.repo()
+    pending_checks(world, repo)
+    pr = world.gh.open_pull_request(repo, head="unlanded", files={"app.py": "ANSWER = 42\n"})
+    hook = break_off_after_the_ref_update(world, repo, landed=False)
+    with world.job(repo, pr) as ws:
+        new = agent_commit(ws, {"app.py": "ANSWER = 42  # fixed\n"})
+        head = ws.head_sha
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    assert not hook.exists()  # the fault fired before the ref moved
+    assert result.refused is None and result.pushed_sha == new, result
+    assert world.branch(repo, "unlanded") == new != head
+
+
+@pytest.mark.parametrize("applied", [True, False], ids=["applied", "not-applied"])
+def test_auto_merge_answered_502_is_checked_on_the_pr(world: World, applied: bool) -> None:
+    repo = world.repo()
+    pending_checks(world, repo)
+    pr = world.gh.open_pull_request(repo, head="arm", files={"app.py": "ANSWER = 42\n"})
+    world.server.faults.fail(
+        "POST /graphql", 502, operation="EnablePullRequestAutoMerge", take_effect=applied
+    )
+    with world.job(repo, pr) as ws:
+        new = agent_commit(ws, {"app.py": "ANSWER = 42  # fixed\n"})
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    assert result.pushed_sha == new
+    assert result.auto_merge_armed and result.auto_merge_error is None, result.auto_merge_error
+    assert world.gh.pull(repo, pr.number).auto_merge is not None
+    sent = world.server.requests.count(operation="EnablePullRequestAutoMerge")
+    assert sent == (1 if applied else 2)
+
+
+def test_auto_merge_github_refuses_is_reported_not_retried(world: World) -> None:
+    repo = world.repo()
+    pending_checks(world, repo)
+    pr = world.gh.open_pull_request(repo, head="arm-no", files={"app.py": "ANSWER = 42\n"})
+    world.server.faults.fail(
+        "POST /graphql", 422, operation="EnablePullRequestAutoMerge", message="Not allowed"
+    )
+    with world.job(repo, pr) as ws:
+        agent_commit(ws, {"app.py": "ANSWER = 42  # fixed\n"})
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    assert not result.auto_merge_armed and "Not allowed" in (result.auto_merge_error or "")
+    assert world.server.requests.count(operation="EnablePullRequestAutoMerge") == 1

@@ -1,4 +1,5 @@
-"""A fresh store on each backend: a SQLite file, and the session's throwaway PostgreSQL."""
+"""A fresh store on each backend: a SQLite file, and a new database on the session's
+throwaway PostgreSQL (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 
 from landbot.store import Store
 
@@ -16,11 +16,15 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     if request.param == "sqlite":
         s = Store.open(f"sqlite:///{tmp_path / 'landbot.db'}")
     else:
-        url = request.getfixturevalue("postgres_url")
-        engine = sa.create_engine(url)
-        with engine.begin() as conn:  # a fresh schema for each test
-            conn.exec_driver_sql("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
-        engine.dispose()
-        s = Store.open(url)
+        s = Store.open(request.getfixturevalue("postgres_databases").create())
     yield s
     s.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database with no schema yet, for the migration tests."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'landbot.db'}"
+    url: str = request.getfixturevalue("postgres_databases").create(migrated=False)
+    return url

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 from landbot.store import Store, db
@@ -39,13 +41,114 @@ def test_upgrade_from_first_version_keeps_data(tmp_path: Path) -> None:
     store.close()
 
 
-def test_head_schema_matches_tables_module(tmp_path: Path) -> None:
-    engine = db.make_engine(f"sqlite:///{tmp_path / 'h.db'}")
+def _length(kind: Any) -> int | None:
+    if isinstance(kind, sa.types.TypeDecorator):
+        kind = kind.impl_instance
+    return kind.length if isinstance(kind, sa.String) else None
+
+
+def test_head_schema_matches_tables_module(empty_url: str) -> None:
+    """The migrations build what tables.py declares, down to each string's length, on both
+    backends (a widened column must be widened in a migration, not only in tables.py)."""
+    engine = db.make_engine(empty_url)
     db.upgrade(engine)
     inspector = sa.inspect(engine)
     for table in metadata.sorted_tables:
-        migrated = {c["name"] for c in inspector.get_columns(table.name)}
-        assert migrated == {c.name for c in table.columns}, table.name
+        migrated = {c["name"]: _length(c["type"]) for c in inspector.get_columns(table.name)}
+        assert migrated == {c.name: _length(c.type) for c in table.columns}, table.name
+    engine.dispose()
+
+
+def test_0004_widens_free_text_and_keeps_the_rows(empty_url: str) -> None:
+    """A database at 0003 holding rows upgrades in place; afterwards the values 0003 could
+    not hold (issue 11: `destroyed:invalidated` in a 20-character status) are stored."""
+    engine = db.make_engine(empty_url)
+    db.upgrade(engine, "0003")
+    now = dt.datetime(2026, 11, 1, 12, 0, 0, tzinfo=dt.UTC)
+    sha = "a" * 40
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "INSERT INTO merge_groups (repo, pr, head_sha, head_ref, status, created_at,"
+                " updated_at) VALUES ('o/r', 7, :sha, 'gh-readonly-queue/main/pr-7-x',"
+                " 'destroyed:merged', :t, :t)"
+            ),
+            {"sha": sha, "t": now},
+        )
+        conn.execute(
+            sa.text(
+                "INSERT INTO drops (repo, pr, head_sha, reason, raw_reason, source, dedupe_key,"
+                " outcome, observed_at, created_at, updated_at) VALUES ('o/r', 7, :sha,"
+                " 'unknown', 'SOMETHING_NEW', 'webhook', 'k7', 'ignored', :t, :t, :t)"
+            ),
+            {"sha": sha, "t": now},
+        )
+    engine.dispose()
+
+    store = Store.open(empty_url)
+    assert db.current_revision(store.engine) == db.head_revision()
+    [group] = store.groups_for("o/r", 7)
+    assert (group.status, group.head_ref) == ("destroyed:merged", "gh-readonly-queue/main/pr-7-x")
+    [drop] = store.drops()
+    assert (drop.raw_reason, drop.outcome) == ("SOMETHING_NEW", "ignored")
+    store.remember_group(
+        repo="o/r",
+        pr=7,
+        head_sha=sha,
+        head_ref=group.head_ref,
+        base_ref="main",
+        base_sha=None,
+        status="destroyed:invalidated",
+    )
+    assert store.groups_for("o/r", 7)[0].status == "destroyed:invalidated"
+    store.close()
+
+
+def test_downgrade_from_0004_refuses_to_cut_a_longer_value(empty_url: str) -> None:
+    """Narrowing back is allowed while every value fits (the control), and on PostgreSQL
+    refused when one does not: a downgrade never truncates silently."""
+    store = Store.open(empty_url)
+    store.remember_group(
+        repo="o/r",
+        pr=7,
+        head_sha="a" * 40,
+        head_ref="r",
+        base_ref=None,
+        base_sha=None,
+        status="destroyed:merged",
+    )
+    store.close()
+    engine = db.make_engine(empty_url)
+    _downgrade(engine, "0003")
+    assert db.current_revision(engine) == "0003"
+    db.upgrade(engine)
+    engine.dispose()
+    if not empty_url.startswith("postgresql"):
+        return  # SQLite keeps any length in any column
+    store = Store.open(empty_url)
+    store.remember_group(
+        repo="o/r",
+        pr=7,
+        head_sha="a" * 40,
+        head_ref="r",
+        base_ref=None,
+        base_sha=None,
+        status="destroyed:invalidated",
+    )
+    store.close()
+    engine = db.make_engine(empty_url)
+    with pytest.raises(sa.exc.DataError):
+        _downgrade(engine, "0003")
+    assert db.current_revision(engine) == db.head_revision()
+    engine.dispose()
+
+
+def _downgrade(engine: sa.Engine, revision: str) -> None:
+    from alembic import command
+
+    with engine.connect() as conn:
+        command.downgrade(db._alembic_config(conn), revision)
+        conn.commit()
 
 
 def test_upgrade_is_idempotent(tmp_path: Path) -> None:

@@ -163,3 +163,48 @@ def test_the_fixer_concurrency_cap_holds_across_workers(store: Store) -> None:
     store.finish_job(first.id, "w1")
     fourth = store.lease_job("w4", TTL, cap=cap)
     assert fourth is not None and fourth.kind == "fix"
+
+
+def test_two_doors_recording_one_merge_group_make_one_row(store: Store) -> None:
+    """A failed check can arrive before its merge_group event, and two workers may record
+    the same group at once: one row, every failure kept, the base filled in when known."""
+    import threading
+
+    sha = "9" * 40
+    ref = f"gh-readonly-queue/main/pr-7-{'8' * 40}"
+    store.add_group_failure("o/r", sha, {"name": "test"}, pr=7, head_ref=ref)
+    store.remember_group(
+        repo="o/r",
+        pr=7,
+        head_sha=sha,
+        head_ref=ref,
+        base_ref="main",
+        base_sha="8" * 40,
+        status="checks_requested",
+    )
+    barrier = threading.Barrier(4)
+
+    def record(n: int) -> None:
+        barrier.wait()
+        if n % 2:
+            store.add_group_failure("o/r", sha, {"name": f"lint-{n}"}, pr=7, head_ref=ref)
+        else:
+            store.remember_group(
+                repo="o/r",
+                pr=7,
+                head_sha=sha,
+                head_ref=ref,
+                base_ref="main",
+                base_sha="8" * 40,
+                status="destroyed:invalidated",
+            )
+
+    threads = [threading.Thread(target=record, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    [group] = store.groups_for("o/r", 7)
+    assert group.base_ref == "main" and group.base_sha == "8" * 40
+    assert group.status == "destroyed:invalidated"
+    assert sorted(f["name"] for f in group.failures) == ["lint-1", "lint-3", "test"]

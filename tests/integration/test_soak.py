@@ -1,0 +1,89 @@
+"""The fault soak of bench/soak.py, small and bounded: a dozen pull requests with every kind
+of drop, webhooks repeated and withheld, `landbot serve` and `landbot worker` processes on
+one store, the worker SIGKILLed (once at a failpoint), polls in between, and a tenth of
+GitHub's answers failing. Nothing may be lost, failed, done twice or done to the wrong head.
+
+The control runs the same soak with no faults and no kills: it must finish, find every
+drop, and do something (re-enqueue and hand back), so the invariants are not vacuous.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "soak.py"
+
+
+def load_soak() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("landbot_bench_soak", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+soak = load_soak()
+ZERO = {
+    "drops_lost": 0,
+    "deliveries_failed": 0,
+    "drops_failed": 0,
+    "drops_unfinished": 0,
+    "drops_at_no_removal": 0,
+    "duplicate_enqueues": 0,
+    "duplicate_comments": 0,
+    "wrong_mutations": 0,
+    "wrong_mutations_applied": 0,
+    "comments_on_manual_removals": 0,
+}
+
+
+def run(store: str, **kw: Any) -> Any:
+    cfg = soak.Config(seed=11, prs=12, store=store, deadline=45.0, wave=6, polls=2, **kw)
+    report = soak.run_soak(cfg)
+    print(soak.render(report))  # the figures, for a failing run's output
+    return report
+
+
+def check(report: Any) -> None:
+    assert report.finished, soak.render(report)
+    # (removals_unrecorded_after_push_or_close is a figure, not a fault: nothing was owed.)
+    assert {k: report.invariants[k] for k in ZERO} == ZERO, soak.render(report)
+    # Every poll's processing stays its own: it never drains the shared store.
+    for p in report.figures["polls"]:
+        assert p["processed"] <= p["new"] + 5, soak.render(report)
+
+
+@pytest.mark.slow
+def test_the_control_without_faults_or_kills_does_the_work() -> None:
+    report = run("sqlite", fault_rate=0.0, kills=0, failpoint_kills=0)
+    assert report.finished, soak.render(report)
+    assert report.removals >= 12 and report.drops >= report.removals - 2
+    assert report.outcomes.get("requeued", 0) >= 2
+    assert report.outcomes.get("handed_back", 0) >= 2
+    assert report.figures["webhooks_withheld"] >= 1  # a poll had something to find
+    assert report.figures["faults_injected"] == {} and report.figures["worker_sigkills"] == 0
+    check(report)
+
+
+@pytest.mark.slow
+def test_soak_sqlite_with_faults_and_kills() -> None:
+    report = run("sqlite", kills=2, failpoint_kills=1)
+    assert sum(report.figures["faults_injected"].values()) >= 3  # the faults happened
+    assert report.figures["worker_sigkills"] == 2
+    check(report)
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_soak_postgresql_with_faults_and_kills(postgres_url: str) -> None:
+    # The fixture's server; the soak makes its own database on it.
+    report = run(postgres_url, kills=2, failpoint_kills=1)
+    assert sum(report.figures["faults_injected"].values()) >= 3
+    check(report)
