@@ -36,7 +36,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -374,78 +373,16 @@ def soak_github(root: Path) -> Any:
 # --- the stores ---------------------------------------------------------------------------
 
 
-def _pg_bin(name: str) -> str | None:
-    found = shutil.which(name)
-    if found:
-        return found
-    for candidate in sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"), reverse=True):
-        return str(candidate)
-    return None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def postgres_server() -> Iterator[str]:
-    """A throwaway PostgreSQL server on a unix socket (as tests/conftest.py starts one)."""
-    initdb, postgres = _pg_bin("initdb"), _pg_bin("postgres")
-    if not initdb or not postgres:
-        raise SystemExit("PostgreSQL is not installed (scripts/setup installs it)")
-    user = "nobody"
-    with contextlib.suppress(KeyError):
-        import pwd
+    """A throwaway PostgreSQL server on a unix socket (the one the tests start)."""
+    from landbot.sim.postgres import NotInstalled, throwaway_server
 
-        pwd.getpwnam("postgres")
-        user = "postgres"
-    base = Path(tempfile.mkdtemp(prefix="landbot-soak-pg-"))
-    data, sock = base / "data", base / "sock"
-    sock.mkdir()
-    shutil.chown(base, user)
-    shutil.chown(sock, user)
-    drop = (
-        ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"]
-        if os.getuid() == 0
-        else []
-    )
-    subprocess.run(
-        [*drop, initdb, "-D", str(data), "-U", "landbot", "--auth=trust", "-E", "UTF8"],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            *drop,
-            postgres,
-            "-D",
-            str(data),
-            "-k",
-            str(sock),
-            "-p",
-            str(port),
-            "-c",
-            "listen_addresses=",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     try:
-        deadline = time.monotonic() + 30
-        while not (sock / f".s.PGSQL.{port}").exists():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the soak's PostgreSQL server did not start")
-            time.sleep(0.05)
-        time.sleep(0.2)
-        yield f"postgresql+psycopg://landbot@/postgres?host={sock}&port={port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        shutil.rmtree(base, ignore_errors=True)
+        with throwaway_server(prefix="landbot-soak-pg-") as url:
+            yield url
+    except NotInstalled as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def fresh_database(server_url: str, name: str) -> str:
@@ -559,6 +496,8 @@ class Soak:
         from landbot.store import Store
 
         self.store = Store.open(self.db_url)  # migrates before the children start
+        from landbot.sim.postgres import free_port
+
         self.port = free_port()
         self.webhook = f"http://127.0.0.1:{self.port}/webhook"
         import httpx

@@ -27,7 +27,6 @@ import datetime as dt
 import json
 import os
 import platform
-import shutil
 import signal
 import statistics
 import subprocess
@@ -112,53 +111,14 @@ def stored(url: str) -> int:
 
 @contextmanager
 def postgres() -> Iterator[str]:
-    """A throwaway PostgreSQL server on a unix socket (as the store tests start one)."""
-    initdb, server = shutil.which("initdb"), shutil.which("postgres")
-    if not initdb or not server:
-        raise SystemExit("PostgreSQL is not installed (scripts/setup installs it)")
-    base = Path(tempfile.mkdtemp(prefix="restart-bench-pg-"))
-    data, sock = base / "data", base / "sock"
-    sock.mkdir()
-    user = "postgres" if os.getuid() == 0 else None
-    drop: list[str] = []
-    if user is not None:
-        shutil.chown(base, user)
-        shutil.chown(sock, user)
-        drop = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"]
-    subprocess.run(
-        [*drop, initdb, "-D", str(data), "-U", "landbot", "--auth=trust", "-E", "UTF8"],
-        check=True,
-        capture_output=True,
-    )
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            *drop,
-            server,
-            "-D",
-            str(data),
-            "-k",
-            str(sock),
-            "-p",
-            str(port),
-            "-c",
-            "listen_addresses=",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    """A throwaway PostgreSQL server on a unix socket (the one the store tests start)."""
+    from landbot.sim.postgres import NotInstalled, throwaway_server
+
     try:
-        deadline = time.monotonic() + 30
-        while not (sock / f".s.PGSQL.{port}").exists():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit("the PostgreSQL server did not start")
-            time.sleep(0.05)
-        time.sleep(0.3)
-        yield f"postgresql+psycopg://landbot@/postgres?host={sock}&port={port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        shutil.rmtree(base, ignore_errors=True)
+        with throwaway_server(prefix="restart-bench-pg-") as url:
+            yield url
+    except NotInstalled as exc:
+        raise SystemExit(str(exc)) from None
 
 
 # --- the load (a child process) ----------------------------------------------------------

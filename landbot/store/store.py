@@ -439,19 +439,8 @@ class Store:
     ) -> None:
         now = utcnow()
         with self.tx() as conn:
-            conn.execute(
-                self._insert_group.values(
-                    repo=repo,
-                    pr=pr,
-                    head_sha=head_sha,
-                    head_ref=head_ref,
-                    base_ref=base_ref,
-                    base_sha=base_sha,
-                    status=status,
-                    failures=[],
-                    created_at=now,
-                    updated_at=now,
-                )
+            self._ensure_group(
+                conn, repo, pr, head_sha, head_ref, now, base_ref=base_ref, base_sha=base_sha
             )
             conn.execute(
                 merge_groups.update()
@@ -472,18 +461,7 @@ class Store:
         `merge_group` event was missed)."""
         now = utcnow()
         with self.tx() as conn:
-            conn.execute(
-                self._insert_group.values(
-                    repo=repo,
-                    pr=pr,
-                    head_sha=head_sha,
-                    head_ref=head_ref,
-                    status="checks_requested",
-                    failures=[],
-                    created_at=now,
-                    updated_at=now,
-                )
-            )
+            self._ensure_group(conn, repo, pr, head_sha, head_ref, now)
             # FOR UPDATE (PostgreSQL): two failures of one group must not overwrite each other.
             row = conn.execute(
                 sa.select(merge_groups.c.id, merge_groups.c.failures)
@@ -496,6 +474,31 @@ class Store:
                 .where(merge_groups.c.id == row.id)
                 .values(failures=[*failures, dict(failure)], updated_at=now)
             )
+
+    def _ensure_group(
+        self,
+        conn: sa.Connection,
+        repo: str,
+        pr: int,
+        head_sha: str,
+        head_ref: str,
+        now: dt.datetime,
+        **known: Any,
+    ) -> None:
+        """Insert the group's row unless it exists (a no-op for the loser of a race)."""
+        conn.execute(
+            self._insert_group.values(
+                repo=repo,
+                pr=pr,
+                head_sha=head_sha,
+                head_ref=head_ref,
+                status="checks_requested",
+                failures=[],
+                created_at=now,
+                updated_at=now,
+                **known,
+            )
+        )
 
     def groups_for(self, repo: str, pr: int) -> list[StoredGroup]:
         """The merge groups that tested `pr`, newest first."""
