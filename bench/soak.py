@@ -393,7 +393,9 @@ def fresh_database(server_url: str, name: str) -> str:
     with engine.connect() as conn:
         conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
     engine.dispose()
-    return re.sub(r"/[^/?]*\?", f"/{name}?", server_url, count=1)
+    from landbot.sim.postgres import database_url
+
+    return database_url(server_url, name)
 
 
 # --- the scenario ----------------------------------------------------------------------------

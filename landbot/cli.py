@@ -141,7 +141,7 @@ def poll(
     if no_process:
         return
     own = own_drops(store, repos, new, now=utcnow())
-    run = finish_own_work(store, make_worker(settings, store), own)
+    run = finish_own_work(store, make_worker(settings, store, gh=gh), own)
     typer.echo(f"landbot: ran {run.ran} job(s) for {len(own)} drop(s)", err=True)
     if run.left:
         typer.echo(
@@ -179,7 +179,7 @@ def status(
         typer.Option(
             "--limit", min=0, help="Show at most N drops, newest first (0: every one).", metavar="N"
         ),
-    ] = 200,
+    ] = 200,  # what `landbot status` has always shown
     since: Annotated[
         str | None,
         typer.Option(
@@ -224,7 +224,7 @@ def status(
             r["reason"],
             r["class"] or "",
             r["outcome"],
-            (r["updated_at"] or "")[:19],
+            r["updated_at"][:19],
             r["summary"] or "",
         )
     Console().print(table if rows else "no drops recorded yet")

@@ -64,9 +64,9 @@ class PostgresDatabases:
         self.created: list[str] = []
 
     def url(self, name: str) -> str:
-        import sqlalchemy as sa
+        from landbot.sim.postgres import database_url
 
-        return sa.engine.make_url(self.server_url).set(database=name).render_as_string(False)
+        return database_url(self.server_url, name)
 
     def _run(self, sql: str) -> None:
         with self._admin.connect() as conn:

@@ -32,3 +32,10 @@ def parse_group_ref(ref: str | None) -> GroupRef | None:
     if m is None:
         return None
     return GroupRef(m["base"], int(m["number"]), m["sha"])
+
+
+def removed_this_head(removed: str | None, parents: tuple[str, ...], head: str) -> bool:
+    """Whether a removal naming commit `removed` (with `parents`) took `head` out of the
+    queue: GitHub names the PR head, or the merge-group commit built on it (a two-parent
+    merge whose second parent is the head). Both observed; see landbot/sim/merge_queue.py."""
+    return removed == head or (len(parents) == 2 and parents[1] == head)

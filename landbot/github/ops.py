@@ -39,8 +39,9 @@ class ArmsAutoMerge(Protocol):
     ) -> None: ...
 
 
+@runtime_checkable
 class SweepOps(Protocol):
-    """The poller's one call."""
+    """The poller's one call (the land stage also reads a PR's queue events from it)."""
 
     def queue_removals(self, repo: str, *, first: int = 50) -> list[PullRemovals]: ...
 
@@ -88,13 +89,5 @@ class TriageGitHub(GitHubOps, Protocol):
     def git_token(self, repo: str) -> str: ...
 
 
-class PublishClient(ArmsAutoMerge, Protocol):
-    """What publishing a fix needs: a token to push with, and auto-merge."""
-
-
 class FixClient(ReadsPull, ArmsAutoMerge, Protocol):
     """What one land-fixer job needs: the pull request re-read, then publishing."""
-
-
-class LandClient(GitHubOps, ArmsAutoMerge, Protocol):
-    """Everything the pipeline does with GitHub for one drop."""

@@ -37,13 +37,8 @@ def _login(actor: Any) -> str | None:
 def pull_state(repo: str, node: dict[str, Any]) -> PullState:
     labels = ((node.get("labels") or {}).get("nodes")) or []
     head_repo = node.get("headRepository")
-    items = [i for i in ((node.get("timelineItems") or {}).get("nodes")) or [] if i]
+    items = _timeline(node)
     removals = [e for e in (queue_event(i) for i in items) if e is not None and e.kind == "removed"]
-    pushes = (
-        timestamp(i.get("createdAt"))
-        for i in items
-        if i.get("__typename") == "HeadRefForcePushedEvent"
-    )
     commits = ((node.get("commits") or {}).get("nodes")) or []
     return PullState(
         repo=repo,
@@ -62,7 +57,7 @@ def pull_state(repo: str, node: dict[str, Any]) -> PullState:
         head_repo=str(head_repo["nameWithOwner"]) if isinstance(head_repo, dict) else None,
         url=str(node.get("url") or ""),
         last_removal=removals[-1] if removals else None,
-        force_pushed_at=tuple(t for t in pushes if t is not None),
+        force_pushed_at=_force_pushes(items),
         commits=tuple(
             str(c["commit"]["oid"]) for c in commits if isinstance(c, dict) and c.get("commit")
         ),
@@ -159,13 +154,8 @@ def queue_event(node: dict[str, Any]) -> QueueEvent | None:
 
 
 def pull_removals(repo: str, node: dict[str, Any]) -> PullRemovals:
-    items = [i for i in ((node.get("timelineItems") or {}).get("nodes")) or [] if i]
+    items = _timeline(node)
     events = tuple(e for e in (queue_event(item) for item in items) if e is not None)
-    pushes = (
-        timestamp(i.get("createdAt"))
-        for i in items
-        if i.get("__typename") == "HeadRefForcePushedEvent"
-    )
     return PullRemovals(
         repo=repo,
         number=int(node["number"]),
@@ -174,8 +164,22 @@ def pull_removals(repo: str, node: dict[str, Any]) -> PullRemovals:
         base_ref=str(node["baseRefName"]),
         in_merge_queue=bool(node.get("isInMergeQueue")),
         events=events,
-        force_pushed_at=tuple(t for t in pushes if t is not None),
+        force_pushed_at=_force_pushes(items),
     )
+
+
+def _timeline(node: dict[str, Any]) -> list[dict[str, Any]]:
+    return [i for i in ((node.get("timelineItems") or {}).get("nodes")) or [] if i]
+
+
+def _force_pushes(items: list[dict[str, Any]]) -> tuple[datetime, ...]:
+    """The HeadRefForcePushedEvents' times, in timeline order."""
+    pushes = (
+        timestamp(i.get("createdAt"))
+        for i in items
+        if i.get("__typename") == "HeadRefForcePushedEvent"
+    )
+    return tuple(t for t in pushes if t is not None)
 
 
 def merge_queue_entry(node: dict[str, Any]) -> MergeQueueEntry:

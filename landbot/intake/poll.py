@@ -31,12 +31,15 @@ import datetime as dt
 import logging
 from dataclasses import dataclass, field
 
+from landbot.core.groups import removed_this_head
 from landbot.github.models import PullRemovals, QueueEvent
 from landbot.github.ops import SweepOps
 from landbot.intake.events import record_drop
 from landbot.store import Store
 
 log = logging.getLogger("landbot.intake.poll")
+# How far back a sweep looks for removals (and `landbot poll` for its own unfinished work).
+LOOKBACK = dt.timedelta(hours=24)
 
 
 @dataclass(frozen=True)
@@ -62,17 +65,16 @@ def why_not_removed(
 ) -> str | None:
     """None when `removal` provably took `head` out of the queue, else why it cannot be told.
 
-    The one rule for every door that reads a removal from the timeline (see the module doc).
+    The sweep's rule (see the module doc); whether a removal is of this head at all is
+    core.groups.removed_this_head, which the webhook door's check shares.
     """
     if removal.created_at is not None and any(t >= removal.created_at for t in force_pushed_at):
         return "the head was force-pushed after the removal"
     before = removal.before_commit
     if before is None:
         return "GitHub named no removed commit"
-    if before == head:
+    if removed_this_head(before, removal.before_parents, head):
         return None
-    if len(removal.before_parents) == 2 and removal.before_parents[1] == head:
-        return None  # the merge-group commit built on this head
     return "the removed commit is neither the head nor a merge group built on it"
 
 
@@ -90,7 +92,7 @@ def sweep(
     repo: str,
     *,
     now: dt.datetime,
-    lookback: dt.timedelta = dt.timedelta(hours=24),
+    lookback: dt.timedelta = LOOKBACK,
     first: int = 50,
 ) -> list[int]:
     """Record the drops this sweep finds; returns the ids of the new ones. One GitHub call."""
@@ -103,7 +105,7 @@ def sweep_report(
     repo: str,
     *,
     now: dt.datetime,
-    lookback: dt.timedelta = dt.timedelta(hours=24),
+    lookback: dt.timedelta = LOOKBACK,
     first: int = 50,
 ) -> SweepResult:
     """`sweep`, also saying which removals were already drops and which match no head."""

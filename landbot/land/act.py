@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, TypeVar
 
 from landbot.core import keys
 from landbot.core.model import Drop, Evidence, FixerResult, PrSnapshot
@@ -53,8 +53,8 @@ from landbot.github.errors import (
     RateLimited,
     ServerError,
 )
-from landbot.github.models import Comment, EnqueueResult, PullRemovals, QueueEvent
-from landbot.github.ops import GitHubOps
+from landbot.github.models import Comment, EnqueueResult, QueueEvent
+from landbot.github.ops import GitHubOps, SweepOps
 from landbot.land.comments import HANDBACK_MARKER, STATUS_MARKER, render_handback, render_status
 from landbot.land.decide import EnqueueCheck, enqueue_after_unknown
 from landbot.land.model import Action, HandBack, Requeue, RunFixer, Status
@@ -62,15 +62,9 @@ from landbot.store import Store
 
 log = logging.getLogger("landbot.land")
 Progress = Callable[[str], None]
+T = TypeVar("T")
 # GitHub did nothing, or may have: the job is retried and the ledger's "started" re-checks.
 NOT_KNOWN = (MutationOutcomeUnknown, NetworkError, ServerError, RateLimited)
-
-
-@runtime_checkable
-class ReadsQueueEvents(Protocol):
-    """The poller's sweep, read here for a PR's recent queue events (GitHubClient has it)."""
-
-    def queue_removals(self, repo: str, *, first: int = 50) -> list[PullRemovals]: ...
 
 
 def refused(mutation: str, exc: GitHubError) -> GitHubError:
@@ -170,10 +164,9 @@ class Actor:
 
     def _check_enqueue(self, drop: Drop, action: Requeue) -> EnqueueCheck:
         now = self.gh.pull_request(drop.repo, drop.pr).snapshot()
-        events: Sequence[QueueEvent] | None = None
-        if now.state == "open" and not now.in_queue and now.head_sha == action.head_sha:
-            events = self._queue_events(drop)
-        check = enqueue_after_unknown(drop, action.head_sha, now, events)
+        check = enqueue_after_unknown(drop, action.head_sha, now, None)
+        if check.finding == "cannot_tell":  # the PR alone does not say: read its timeline
+            check = enqueue_after_unknown(drop, action.head_sha, now, self._queue_events(drop))
         if check.finding == "cannot_tell":
             # Neither sending it again nor calling it done is safe: try again later.
             raise MutationOutcomeUnknown(
@@ -184,7 +177,7 @@ class Actor:
     def _queue_events(self, drop: Drop) -> Sequence[QueueEvent] | None:
         """The PR's last queue events, from the sweep query (a PR just enqueued or removed
         is among the most recently updated); None when they cannot be read."""
-        if not isinstance(self.gh, ReadsQueueEvents):
+        if not isinstance(self.gh, SweepOps):
             return None
         for found in self.gh.queue_removals(drop.repo):
             if found.number == drop.pr:
@@ -196,19 +189,17 @@ class Actor:
     def _status(self, drop: Drop, body: str) -> Comment:
         """Edit (or create) the status comment; an unanswered attempt is sent once more:
         an edit is idempotent, and a create that applied is found by its marker."""
-        for attempt in (1, 2):
-            known = self.store.comment_id(drop.repo, drop.pr, "status")
-            try:
-                return self.gh.upsert_marked_comment(
+        known = self.store.comment_id(drop.repo, drop.pr, "status")
+        try:
+            return _again_once(
+                drop,
+                "status comment",
+                lambda: self.gh.upsert_marked_comment(
                     drop.repo, drop.pr, STATUS_MARKER, body, known_id=known
-                )
-            except MutationOutcomeUnknown:
-                if attempt == 2:
-                    raise
-                log.warning("%s#%s: status comment unanswered; again", drop.repo, drop.pr)
-            except GitHubError as exc:
-                raise refused("status comment", exc) from exc
-        raise AssertionError("unreachable")
+                ),
+            )
+        except GitHubError as exc:  # a second unanswered attempt passes through as it is
+            raise refused("status comment", exc) from exc
 
     def _hand_back(
         self,
@@ -256,15 +247,25 @@ class Actor:
     def _minimize(self, drop: Drop, node_id: str) -> None:
         """Fold the older hand-back away; sent again once when unanswered (harmless twice).
         Cosmetic: the new hand-back is what the author reads, so a refusal is only logged."""
-        for attempt in (1, 2):
-            try:
-                self.gh.minimize_comment(node_id, "OUTDATED", repo=drop.repo)
-                return
-            except MutationOutcomeUnknown as exc:
-                if attempt == 2:
-                    log.warning("%s#%s: minimizing %s: %s", drop.repo, drop.pr, node_id, exc)
-            except (NetworkError, RateLimited):
-                raise  # GitHub did nothing: the job is retried, the ledger re-checks
-            except GitHubError as exc:
-                log.warning("%s#%s: minimizing %s refused: %s", drop.repo, drop.pr, node_id, exc)
-                return
+        try:
+            _again_once(
+                drop,
+                "minimize",
+                lambda: self.gh.minimize_comment(node_id, "OUTDATED", repo=drop.repo),
+            )
+        except MutationOutcomeUnknown as exc:
+            log.warning("%s#%s: minimizing %s: %s", drop.repo, drop.pr, node_id, exc)
+        except (NetworkError, RateLimited):
+            raise  # GitHub did nothing: the job is retried, the ledger re-checks
+        except GitHubError as exc:
+            log.warning("%s#%s: minimizing %s refused: %s", drop.repo, drop.pr, node_id, exc)
+
+
+def _again_once(drop: Drop, what: str, send: Callable[[], T]) -> T:
+    """Send an idempotent mutation; an unanswered attempt is sent once more (a second
+    MutationOutcomeUnknown is the caller's to handle)."""
+    try:
+        return send()
+    except MutationOutcomeUnknown:
+        log.warning("%s#%s: %s unanswered; again", drop.repo, drop.pr, what)
+        return send()

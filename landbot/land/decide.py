@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from landbot.core.groups import removed_this_head
 from landbot.core.model import Drop, Evidence, FixerResult, History, PrSnapshot, Superseded
 from landbot.core.reasons import Reason
 from landbot.github.models import QueueEvent
@@ -89,7 +90,8 @@ def confirm(drop: Drop, pr: PrSnapshot, policy: Policy) -> Decision | None:
 
 
 # How far apart a webhook's arrival and the timeline's removal may be and still be one
-# removal (GitHub's clock against landbot's; the same window links a poll's drop to it).
+# removal (GitHub's clock against landbot's); narrower than intake's window for linking a
+# poll's drop to a webhook's, since here a wrong match would leave a real drop undone.
 SAME_REMOVAL = dt.timedelta(minutes=5)
 PUSH_SKEW = dt.timedelta(seconds=30)
 
@@ -109,10 +111,8 @@ def pushed_while_queued(drop: Drop, pr: PrSnapshot) -> Decision | None:
     if drop.observed_at is not None and abs(pr.removed_at - drop.observed_at) > SAME_REMOVAL:
         return None
     removed = pr.removed_commit
-    if removed == drop.head_sha:
+    if removed_this_head(removed, pr.removed_parents, drop.head_sha):
         return None
-    if len(pr.removed_parents) == 2 and pr.removed_parents[1] == drop.head_sha:
-        return None  # the merge-group commit built on this head
     earlier = removed in pr.commits
     # A push removes the PR within moments; allow GitHub's two clocks a little skew.
     forced = any(t >= pr.removed_at - PUSH_SKEW for t in pr.force_pushed_at)

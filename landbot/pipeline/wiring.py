@@ -98,11 +98,11 @@ def make_fixer(settings: Settings, client: Callable[[], FixClient]) -> FixRunner
     return run
 
 
-def make_worker(settings: Settings, store: Store) -> Worker:
+def make_worker(settings: Settings, store: Store, *, gh: GitHubClient | None = None) -> Worker:
     from landbot.pipeline.worker import Worker
 
-    # One client for the land loop and the fixer, made on first use.
-    client = functools.cache(lambda: make_github(settings))
+    # One client for the land loop and the fixer (the caller's, or made on first use).
+    client = functools.cache(lambda: gh or make_github(settings))
     lander = functools.cache(lambda: make_lander(settings, store, gh=client()))
 
     return Worker(
@@ -123,9 +123,6 @@ def resolve_repo(settings: Settings, repo: str | None) -> str:
     raise LandbotError("which repository? pass --repo OWNER/NAME (or set one in LANDBOT_REPOS)")
 
 
-STATUS_LIMIT = 200  # `landbot status` without --limit: what it has always shown
-
-
 def parse_since(text: str) -> dt.datetime:
     """`--since TIME`: ISO 8601, a date or a date and time; no offset means UTC."""
     try:
@@ -141,7 +138,7 @@ def status_rows(
     store: Store,
     repo: str | None,
     *,
-    limit: int | None = STATUS_LIMIT,
+    limit: int | None,
     since: dt.datetime | None = None,
 ) -> list[dict[str, Any]]:
     """`landbot status --json`: one object per drop, newest first (design.md "Formats"),

@@ -93,7 +93,7 @@ class Worker:
             return True
         job = self.store.lease_job(self.name, self.lease, cap=("fix", self.fixer_concurrency))
         if job is not None:
-            self._job(job)
+            self.run_job(job)
             return True
         return False
 
@@ -126,7 +126,7 @@ class Worker:
         self.store.finish_delivery(lease.id, self.name, "done", error=None)
 
     @contextmanager
-    def _holding(self, lease: Lease) -> Iterator[None]:
+    def _holding(self, lease: Lease[JobPayload]) -> Iterator[None]:
         """Keep the lease (and this worker's heartbeat) alive while a job runs: a fix job
         runs far longer than a lease, and another worker must not take it meanwhile."""
         done = threading.Event()
@@ -148,7 +148,9 @@ class Worker:
             done.set()
             thread.join()
 
-    def _job(self, lease: Lease[JobPayload]) -> None:
+    def run_job(self, lease: Lease[JobPayload]) -> None:
+        """Carry out one leased job, keeping its lease alive; retries and failures as for
+        any job (`landbot poll` runs its own jobs through here)."""
         if lease.attempts > MAX_ATTEMPTS:
             # Leased again and again without finishing: a job that kills its worker.
             self._failed(lease, RuntimeError(f"gave up after {lease.attempts - 1} attempts"))

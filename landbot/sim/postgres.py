@@ -91,3 +91,10 @@ def throwaway_server(*, durable: bool = True, prefix: str = "landbot-pg-") -> It
         proc.terminate()
         proc.wait(timeout=30)
         shutil.rmtree(base, ignore_errors=True)
+
+
+def database_url(server_url: str, name: str) -> str:
+    """The URL of database `name` on the server of `server_url`."""
+    import sqlalchemy as sa
+
+    return sa.engine.make_url(server_url).set(database=name).render_as_string(False)

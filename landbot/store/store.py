@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Generic
+from typing import Any, Generic, TypeVar
 
 import sqlalchemy as sa
-from typing_extensions import TypeVar  # a TypeVar default (PEP 696) before Python 3.13
 
 from landbot.core.model import History, Outcome
 from landbot.store import db
@@ -46,8 +45,7 @@ def _fields(row: sa.Row[Any]) -> dict[str, Any]:
     return {("class_" if name == "class" else name): v for name, v in row._mapping.items()}
 
 
-# Defaults to Any so that a bare `Lease` annotation stays valid for code handling both kinds.
-P = TypeVar("P", default=Any)
+P = TypeVar("P")
 
 
 @dataclass(frozen=True)
@@ -194,10 +192,12 @@ class Store:
         kinds: tuple[str, ...] | None = None,
         *,
         cap: tuple[str, int] | None = None,
+        drop_ids: Sequence[int] | None = None,
     ) -> Lease[dict[str, Any]] | None:
-        """Lease the oldest runnable job. `cap=(kind, n)`: no job of `kind` is handed out
-        while n of them are leased by any worker (the fixer's concurrency)."""
-        row = self._lease(jobs, owner, ttl, kinds=kinds, cap=cap)
+        """Lease the oldest runnable job (of `drop_ids` only, when given: a poll's own
+        work). `cap=(kind, n)`: no job of `kind` is handed out while n of them are leased by
+        any worker (the fixer's concurrency)."""
+        row = self._lease(jobs, owner, ttl, kinds=kinds, cap=cap, drop_ids=drop_ids)
         if row is None:
             return None
         job = StoredJob(**_fields(row))
@@ -273,6 +273,14 @@ class Store:
         with self.engine.connect() as conn:
             row = conn.execute(sa.select(jobs).where(jobs.c.id == job_id)).first()
         return StoredJob(**_fields(row)) if row is not None else None
+
+    def open_jobs(self, drop_ids: Sequence[int]) -> list[StoredJob]:
+        """The queued or leased jobs of these drops, oldest first."""
+        q = sa.select(jobs).where(
+            jobs.c.drop_id.in_(drop_ids), jobs.c.status.in_(("queued", "leased"))
+        )
+        with self.engine.connect() as conn:
+            return [StoredJob(**_fields(row)) for row in conn.execute(q.order_by(jobs.c.id))]
 
     def jobs(self, status: str | None = None) -> list[StoredJob]:
         q = sa.select(jobs).order_by(jobs.c.id)
@@ -663,6 +671,7 @@ class Store:
         ttl: dt.timedelta,
         kinds: tuple[str, ...] | None = None,
         cap: tuple[str, int] | None = None,
+        drop_ids: Sequence[int] | None = None,
     ) -> sa.Row[Any] | None:
         now = utcnow()
         free = sa.or_(
@@ -672,6 +681,8 @@ class Store:
         cond = [free]
         if kinds is not None:
             cond.append(table.c.kind.in_(kinds))
+        if drop_ids is not None:
+            cond.append(table.c.drop_id.in_(drop_ids))
         if "not_before" in table.c:
             cond.append(sa.or_(table.c.not_before.is_(None), table.c.not_before <= now))
         pick = sa.select(table.c.id).where(*cond).order_by(table.c.id).limit(1)

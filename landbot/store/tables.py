@@ -46,10 +46,6 @@ class Str(sa.types.TypeDecorator[str]):
     impl = sa.String
     cache_ok = True
 
-    def __init__(self, length: int) -> None:
-        super().__init__(length)
-        self.length = length
-
     def process_bind_param(self, value: str | None, dialect: sa.Dialect) -> str | None:
         if value is not None and len(value) > self.length:
             raise ValueError(

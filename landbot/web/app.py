@@ -298,5 +298,4 @@ def create_app(
     )
     app.state.counters = receiver.counters
     app.state.checkpointer = checkpointer
-    app.state.inbox = receiver.inbox
     return app

@@ -63,10 +63,8 @@ class Inbox:
         self._lock = threading.Lock()
 
     def _writer(self) -> Store:
-        """The store to write with: made on the first delivery (creating an engine opens
-        nothing, but it does create the database's folder)."""
-        if not self._sqlite_file:
-            return self._base
+        """The SQLite store to write with: made on the first delivery (creating an engine
+        opens nothing, but it does create the database's folder)."""
         if self._own is None:
             url = self._base.engine.url.render_as_string(hide_password=False)
             engine = db.make_engine(url)
@@ -79,10 +77,10 @@ class Inbox:
     def record(
         self, delivery: str, event_name: str, action: str | None, repo: str | None, body: bytes
     ) -> bool:
+        if not self._sqlite_file:  # PostgreSQL: no process-wide lock, no retry loop
+            return self._base.record_delivery(delivery, event_name, action, repo, body)
         with self._lock:
             store = self._writer()
-            if store is self._base:
-                return store.record_delivery(delivery, event_name, action, repo, body)
             give_up = time.monotonic() + self.deadline
             while True:
                 try:
@@ -98,12 +96,15 @@ class Inbox:
                     time.sleep(self.poll)
 
     def _drop_engine(self, _engine: sa.Engine) -> None:
-        with self._lock:
-            if self._own is not None:
-                self._own.close()
-                self._own = None
+        self._close_own()
 
     def close(self) -> None:
+        self._close_own()
+        engine = self._base.engine
+        if self._sqlite_file and event.contains(engine, "engine_disposed", self._drop_engine):
+            event.remove(engine, "engine_disposed", self._drop_engine)
+
+    def _close_own(self) -> None:
         with self._lock:
             if self._own is not None:
                 self._own.close()

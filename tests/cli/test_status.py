@@ -74,6 +74,8 @@ def test_limit_and_since_page_newest_first(db: str) -> None:
     assert prs(status(db, "--since", naive).stdout) == [249, 248, 247, 246, 245]
     assert prs(status(db, "--since", naive, "--repo", "o/r").stdout) == [249, 247, 245]
     assert prs(status(db, "--since", "2026-12-01").stdout) == []
+    # A date alone is its midnight: every drop of that day.
+    assert len(prs(status(db, "--since", "2026-11-01", "--limit", "0").stdout)) == 250
     offset = "2026-11-01T16:05:00+02:00"  # 14:05 UTC: drop 125 on
     assert prs(status(db, "--since", offset, "--limit", "2").stdout) == [249, 248]
     assert prs(status(db, "--since", offset, "--limit", "0").stdout)[-1] == 125

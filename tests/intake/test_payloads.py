@@ -200,3 +200,5 @@ def test_an_event_built_by_hand_with_the_wrong_payload_is_refused(store: Store) 
     d = events.WebhookEvent("g", "pull_request", T0, payloads.Payload(action="dequeued"))
     with pytest.raises(TypeError, match="needs a PullRequestDequeued payload"):
         deliveries.apply(d, store)
+    # The control: the same delivery built by `events.parse` is recorded.
+    assert deliver(store, "pull_request", dequeued()).startswith("drop 1 (new)")

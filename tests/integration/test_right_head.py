@@ -167,9 +167,13 @@ def test_a_push_to_a_queued_pr_gets_nothing_done_to_the_new_head(world_mode: Wor
 
 
 def test_control_a_removal_of_the_queued_head_itself_is_acted_on(world_mode: World) -> None:
+    """The same queued PR, removed without a push (its checks time out): acted on at its
+    head."""
     world = world_mode
-    pr = fail_in_queue(world, "feat-fail-queued")
+    pr = queue_pending(world, "feat-timeout-queued")
+    world.gh.clock.advance(minutes=61)
+    assert world.gh.run_queue(world.repo)[-1].reason == "CI_TIMEOUT"
     world.settle()
     [drop] = world.store.drops()
-    assert drop.head_sha == pr.head_sha and drop.outcome == "handed_back"
-    assert any(HANDBACK_MARKER in c.body for c in world.bot_comments(pr.number))
+    assert drop.head_sha == pr.head_sha and drop.outcome == "requeued"
+    assert world.mutations() == ["EnqueuePullRequest"]

@@ -32,7 +32,7 @@ def queue_a_fix_job(world: World, head: str) -> object:
     while (delivery := world.store.lease_delivery("decider", ttl)) is not None:
         decider._delivery(delivery)
     while (job := world.store.lease_job("decider", ttl, kinds=("drop",))) is not None:
-        decider._job(job)
+        decider.run_job(job)
     assert [j.kind for j in world.store.jobs() if j.status == "queued"] == ["fix"]
     return pr
 

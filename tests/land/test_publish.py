@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -620,9 +621,26 @@ def break_off_after_the_ref_update(world: World, repo: Repository, *, landed: bo
     return hook
 
 
+def count_pushes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each push publish sends (git itself says "up to date" for a ref already at `new`,
+    so only a count tells a second push from none)."""
+    import landbot.land.publish as publish_mod
+
+    sent: list[str] = []
+    real = publish_mod.push_with_lease
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        sent.append(args[2])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(publish_mod, "push_with_lease", spy)
+    return sent
+
+
 def test_a_push_whose_answer_was_lost_after_it_landed_is_not_pushed_again(
-    world: World,
+    world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    pushes = count_pushes(monkeypatch)
     repo = world.repo()
     pending_checks(world, repo)
     pr = world.gh.open_pull_request(repo, head="lost", files={"app.py": "ANSWER = 42\n"})
@@ -634,9 +652,13 @@ def test_a_push_whose_answer_was_lost_after_it_landed_is_not_pushed_again(
     assert result.refused is None, result.refused
     assert result.pushed_sha == new and result.auto_merge_armed
     assert world.branch(repo, "lost") == new
+    assert pushes == [new]  # read back, not sent again
 
 
-def test_the_control_a_push_lost_before_it_landed_is_pushed_once_more(world: World) -> None:
+def test_the_control_a_push_lost_before_it_landed_is_pushed_once_more(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pushes = count_pushes(monkeypatch)
     repo = world.repo()
     pending_checks(world, repo)
     pr = world.gh.open_pull_request(repo, head="unlanded", files={"app.py": "ANSWER = 42\n"})
@@ -648,6 +670,7 @@ def test_the_control_a_push_lost_before_it_landed_is_pushed_once_more(world: Wor
     assert not hook.exists()  # the fault fired before the ref moved
     assert result.refused is None and result.pushed_sha == new, result
     assert world.branch(repo, "unlanded") == new != head
+    assert pushes == [new, new]
 
 
 @pytest.mark.parametrize("applied", [True, False], ids=["applied", "not-applied"])

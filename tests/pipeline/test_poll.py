@@ -137,7 +137,6 @@ def test_a_retry_due_soon_is_waited_for_and_one_due_later_is_left(world: World) 
     # The control: the same retry due in a moment is waited for and run.
     lease = world.store.lease_job("someone", dt.timedelta(seconds=60))
     assert lease is None  # not due: nobody can take it
-    world.store.update_drop(drop_id, outcome="pending")
     soon = utcnow() + dt.timedelta(seconds=0.3)
     with world.store.tx() as conn:
         from landbot.store.tables import jobs

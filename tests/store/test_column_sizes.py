@@ -142,13 +142,6 @@ def test_longest_value_fits_its_column(column: tuple[str, str]) -> None:
     )
 
 
-def test_documented_destroyed_reasons_fit_the_group_status() -> None:
-    # The issue's value, spelled as intake/events.py spells it.
-    length = _bounded_columns()[("merge_groups", "status")]
-    for reason in ("merged", "invalidated", "dequeued"):
-        assert length is None or len(f"destroyed:{reason}") <= length
-
-
 def test_the_longest_values_are_stored_and_read_back(store: Store) -> None:
     """Write every longest value through the Store (the writers' own path) and read each
     back unchanged; on PostgreSQL the database enforces every length and INTEGER range."""

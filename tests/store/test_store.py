@@ -168,8 +168,6 @@ def test_the_fixer_concurrency_cap_holds_across_workers(store: Store) -> None:
 def test_two_doors_recording_one_merge_group_make_one_row(store: Store) -> None:
     """A failed check can arrive before its merge_group event, and two workers may record
     the same group at once: one row, every failure kept, the base filled in when known."""
-    import threading
-
     sha = "9" * 40
     ref = f"gh-readonly-queue/main/pr-7-{'8' * 40}"
     store.add_group_failure("o/r", sha, {"name": "test"}, pr=7, head_ref=ref)

@@ -28,13 +28,21 @@ WIDENED = [
 
 
 def upgrade() -> None:
-    for table, column, old, nullable in WIDENED:
-        with op.batch_alter_table(table) as batch:
-            batch.alter_column(column, type_=sa.Text, existing_type=old, existing_nullable=nullable)
+    _alter(widen=True)
 
 
 def downgrade() -> None:
     # Narrowing fails on PostgreSQL if a longer value is stored: nothing is cut silently.
-    for table, column, old, nullable in reversed(WIDENED):
+    _alter(widen=False)
+
+
+def _alter(*, widen: bool) -> None:
+    # One batch per table: on SQLite each batch copies the whole table once.
+    for table in dict.fromkeys(t for t, *_ in WIDENED):
         with op.batch_alter_table(table) as batch:
-            batch.alter_column(column, type_=old, existing_type=sa.Text, existing_nullable=nullable)
+            for t, column, old, nullable in WIDENED:
+                if t == table:
+                    new, was = (sa.Text(), old) if widen else (old, sa.Text())
+                    batch.alter_column(
+                        column, type_=new, existing_type=was, existing_nullable=nullable
+                    )
