@@ -99,6 +99,7 @@ class FixerResult:
     pushed_sha: str | None = None
     refused: str = ""  # why the host refused to publish the fix, if it did
     auto_merge_armed: bool = True  # False: pushed, but GitHub refused to arm auto-merge
+    patch: str = ""  # the fix as a patch, for a fork landbot may not push to (bounded)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from landbot.core.model import Drop, Evidence, FixerResult, JobFailure, PrSnapshot
+from landbot.core.text import inert, terminal_safe
 from landbot.land.model import HandBackTopic, StatusTopic
 
 STATUS_MARKER = "<!-- landbot:status -->"
@@ -39,7 +40,7 @@ def _short(sha: str | None) -> str:
 def _removed(drop: Drop) -> str:
     why = _REASON_TEXT.get(drop.reason, drop.reason)
     if drop.reason == "unknown" and drop.raw_reason:
-        why = f"of `{drop.raw_reason}`, a reason landbot does not know"
+        why = f"of {_code(drop.raw_reason)}, a reason landbot does not know"
     return f"The merge queue removed this pull request at `{_short(drop.head_sha)}` because {why}."
 
 
@@ -140,7 +141,7 @@ _DECIDE: dict[HandBackTopic, str] = {
 def _failed_checks(evidence: Evidence) -> list[str]:
     lines: list[str] = []
     for check in evidence.failed_checks:
-        name = f"[{_inert(check.name)}]({check.url})" if check.url else _inert(check.name)
+        name = _link(check.name, check.url)
         lines.append(f"- {name}: `{check.conclusion}`")
     return lines
 
@@ -149,7 +150,7 @@ def _jobs(evidence: Evidence) -> list[str]:
     conclusions = {(c.name, c.url): c.conclusion for c in evidence.failed_checks}
     lines: list[str] = []
     for job in evidence.jobs:
-        head = f"[{_inert(job.job)}]({job.url})" if job.url else _inert(job.job)
+        head = _link(job.job, job.url)
         conclusion = conclusions.get((job.job, job.url))
         if conclusion:
             head += f" `{conclusion}`"
@@ -189,13 +190,41 @@ def _excerpt(job: JobFailure) -> list[str]:
 
 
 _BACKTICKS = re.compile(r"`+")
-# Text that comes from a log or a check name is untrusted: an @name or #123 in it must not
-# notify anyone or cross-link an issue, so a zero-width space goes after the sigil.
-_SIGIL = re.compile(r"([@#])(?=[A-Za-z0-9])")
 
 
 def _inert(text: str) -> str:
-    return _SIGIL.sub("\\1\u200b", text)
+    # Text from a log, a check name or the job is untrusted: no mention, link, image or HTML.
+    return inert(text)
+
+
+# A URL GitHub gave (a check run's page) becomes a link only when it cannot break out of
+# the link syntax; anything else is shown as inert text.
+_SAFE_URL = re.compile(r"https://[A-Za-z0-9.-]+(?::\d+)?/[A-Za-z0-9._~/?#=&%+:@,-]*")
+
+
+def _link(text: str, url: str | None) -> str:
+    if url and _SAFE_URL.fullmatch(url):
+        return f"[{_inert(text)}]({url})"
+    return _inert(text)
+
+
+def _code(text: str) -> str:
+    """`text` as inline code on one line, with a backtick run longer than any inside."""
+    text = " ".join(terminal_safe(text).split())
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+    tick = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{tick}{pad}{text}{pad}{tick}"
+
+
+def _patch_block(patch: str) -> str:
+    """The fix in a collapsed block, fenced longer than any backtick run in it."""
+    longest = max((len(run) for run in _BACKTICKS.findall(patch)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return (
+        "<details><summary>The fix as a patch</summary>\n\n"
+        f"{fence}diff\n{patch.rstrip(chr(10))}\n{fence}\n\n</details>"
+    )
 
 
 def _reproduce(drop: Drop, pr: PrSnapshot, evidence: Evidence) -> list[str]:
@@ -210,7 +239,10 @@ def _reproduce(drop: Drop, pr: PrSnapshot, evidence: Evidence) -> list[str]:
         "# when it passes: git push, then put it back in the queue with",
         f"gh pr merge {drop.pr} --auto",
     ]
-    return ["To reproduce locally:", "", "```sh", *cmds, "```"]
+    cmds = [" ".join(c.split()) for c in cmds]  # a step name cannot add lines
+    longest = max((len(run) for c in cmds for run in _BACKTICKS.findall(c)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return ["To reproduce locally:", "", f"{fence}sh", *cmds, fence]
 
 
 def render_handback(
@@ -227,13 +259,17 @@ def render_handback(
         f"**What to decide:** {_DECIDE[topic]}",
     ]
     if fixer is not None and (fixer.summary or fixer.recommendation or fixer.refused):
+        # The agent wrote the summary and the recommendation, and a refusal can name a path
+        # the job chose: all three are inert text.
         parts.append("")
         if fixer.summary:
-            parts.append(f"**The fixer found:** {fixer.summary}")
+            parts.append(f"**The fixer found:** {_inert(fixer.summary)}")
         if fixer.recommendation:
-            parts.append(f"**It recommends:** {fixer.recommendation}")
+            parts.append(f"**It recommends:** {_inert(fixer.recommendation)}")
         if fixer.refused:
-            parts.append(f"**Not published because:** {fixer.refused}")
+            parts.append(f"**Not published because:** {_inert(fixer.refused)}")
+    if fixer is not None and fixer.patch:
+        parts += ["", _patch_block(fixer.patch)]
     if evidence.triage_reason:
         # Without a class, the reason says why triage could not give one.
         cls = f"{evidence.triage_class}: " if evidence.triage_class else ""
@@ -243,7 +279,7 @@ def render_handback(
     elif evidence.failed_checks:
         parts += ["", "**Failed checks on the merge group:**", *_failed_checks(evidence)]
     if evidence.conflict_files:
-        files = "\n".join(f"- `{f}`" for f in evidence.conflict_files)
+        files = "\n".join(f"- {_code(f)}" for f in evidence.conflict_files)
         parts += ["", f"**Conflicting files:**\n{files}"]
     parts += ["", *_reproduce(drop, pr, evidence), ""]
     parts.append(

@@ -113,3 +113,68 @@ def test_unknown_reason_names_the_raw_value() -> None:
     drop = replace(DROP, reason="unknown", raw_reason="BRANCH_REMOVED")
     text = render_status("unknown_reason", drop, PR, Evidence())
     assert "`BRANCH_REMOVED`, a reason landbot does not know" in text
+
+
+# --- text the job or the log wrote is inert ---------------------------------------------
+
+HOSTILE = (
+    "done @octocat @acme/admins #7 https://evil.example/x [click](https://evil.example) "
+    '<img src="https://evil.example/p.png"> <!-- landbot:handback --> \x1b[31mred\x1b[0m'
+)
+
+
+def _live(text: str) -> list[str]:
+    """What would notify, link, embed or mark up in `text`, outside landbot's own parts."""
+    import re
+
+    found = re.findall(r"@[A-Za-z0-9]", text.replace(f"@{PR.author} ", ""))
+    found += re.findall(r"https?://(?!github\.com/octo/app/)", text)
+    found += re.findall(r"<(?!details>|/details>|summary>|/summary>|!-- landbot:handback)", text)
+    found += ["ESC"] if "\x1b" in text else []
+    found += re.findall(r"(?<!\\)\]\((?!https://github\.com/octo/app/)", text)
+    return found
+
+
+def test_the_fixers_words_are_inert_in_the_hand_back() -> None:
+    fixer = FixerResult(
+        "needs_human", summary=HOSTILE, recommendation=HOSTILE, refused=f"{HOSTILE} /etc/x"
+    )
+    text = render_handback("needs_human", DROP, PR, JOBS, fixer)
+    assert text.count(HANDBACK_MARKER) == 1  # the job cannot forge a second marker
+    assert _live(text) == []
+    # Control: the same words rendered raw would be live.
+    assert len(_live(HOSTILE)) >= 6
+
+
+def test_names_from_the_repository_cannot_break_out_of_code() -> None:
+    evidence = replace(
+        JOBS,
+        conflict_files=("a`b.md", "x\n\n<img src=https://evil.example>.md", "``"),
+        jobs=(replace(JOBS.jobs[0], step="Run echo ```\n<img src=https://evil.example>"),),
+    )
+    drop = replace(DROP, reason="merge_conflict")
+    text = render_handback("conflict", drop, PR, evidence)
+    assert "\n<img" not in text
+    assert "- ``a`b.md``" in text
+    fence_lines = [line for line in text.splitlines() if line.startswith("```")]
+    assert fence_lines[-2] == "````sh" and fence_lines[-1] == "````"
+
+
+def test_a_check_url_that_is_not_a_plain_https_url_is_no_link() -> None:
+    evidence = Evidence(
+        failed_checks=(
+            FailedCheck("evil", "failure", "javascript:alert(1)"),
+            FailedCheck("paren", "failure", "https://github.com/x) [y](https://evil.example"),
+            FailedCheck("good", "failure", "https://github.com/octo/app/runs/9"),
+        )
+    )
+    text = render_handback("failed_checks", DROP, PR, evidence)
+    assert "- evil: `failure`" in text and "javascript" not in text
+    assert "evil.example" not in text
+    assert "- [good](https://github.com/octo/app/runs/9): `failure`" in text  # the control
+
+
+def test_a_patch_is_shown_in_a_fence_it_cannot_close() -> None:
+    fixer = FixerResult("fixed", summary="s", refused="fork", patch="+```\n+<img src=x>\n")
+    text = render_handback("fix_refused", DROP, PR, JOBS, fixer)
+    assert "````diff\n+```\n+<img src=x>\n````" in text
