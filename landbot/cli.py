@@ -213,10 +213,14 @@ def status(
         typer.echo(dumps(rows))
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
+
+    from landbot.core.text import terminal_safe
 
     table = Table("repo", "PR", "head", "reason", "class", "outcome", "updated", "why")
     for r in rows:
+        # A summary can quote a job or a log: no markup of rich's, no escape sequence.
         table.add_row(
             r["repo"],
             str(r["pr"]),
@@ -225,7 +229,7 @@ def status(
             r["class"] or "",
             r["outcome"],
             r["updated_at"][:19],
-            r["summary"] or "",
+            escape(terminal_safe(r["summary"] or "")),
         )
     Console().print(table if rows else "no drops recorded yet")
 
@@ -458,14 +462,18 @@ def fixer_run(
         limits=JobLimits(timeout=timeout, memory_mb=memory),
         model=model,
     )
+    from landbot.core.text import terminal_safe
+
+    # The job wrote all of this: no escape sequence of its reaches the operator's terminal.
     for tail in (outcome.stdout_tail, outcome.stderr_tail):
         if tail:
-            sys.stderr.write(tail.decode(errors="replace"))
-            sys.stderr.write("" if tail.endswith(b"\n") else "\n")
+            text = terminal_safe(tail)
+            sys.stderr.write(text)
+            sys.stderr.write("" if text.endswith("\n") else "\n")
     for refusal in outcome.refused:
-        typer.echo(f"landbot: the proxy refused {refusal}", err=True)
+        typer.echo(f"landbot: the proxy refused {terminal_safe(refusal)}", err=True)
     if not outcome.verdict.from_agent:
-        typer.echo(f"landbot: {outcome.verdict.summary}", err=True)
+        typer.echo(f"landbot: {terminal_safe(outcome.verdict.summary)}", err=True)
     typer.echo(json.dumps(outcome.verdict.to_json()))
     raise typer.Exit(0 if outcome.verdict.from_agent else 1)
 

@@ -94,3 +94,25 @@ def test_bad_paging_is_one_line_and_exit_2(db: str, args: list[str], says: str) 
 def test_help_documents_the_paging_flags() -> None:
     r = subprocess.run([LANDBOT, "status", "--help"], capture_output=True, text=True, timeout=60)
     assert "--limit" in r.stdout and "--since" in r.stdout and "ISO 8601" in r.stdout
+
+
+def test_a_summary_quoting_a_job_reaches_the_terminal_inert(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'hostile.db'}"
+    store = Store.open(url)
+    drop_id, _ = store.add_drop(
+        repo="o/r",
+        pr=1,
+        head_sha="a" * 40,
+        reason="failed_checks",
+        source="webhook",
+        dedupe_key="webhook:hostile",
+        observed_at=T0,
+    )
+    store.update_drop(drop_id, summary="\x1b]0;owned\x07\x1b[2J[bold red]big[/] tail-marker")
+    store.close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LANDBOT_")}
+    env.update(LANDBOT_DATABASE_URL=url, COLUMNS="300")
+    done = subprocess.run([LANDBOT, "status"], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0 and "tail-marker" in done.stdout  # the row was printed
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "[bold red]big[/]" in done.stdout  # shown as text, not taken as rich markup
