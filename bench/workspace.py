@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from landbot.git.ownership import chown_tree
-from landbot.git.workspace import Workspaces, run_git
+from landbot.git.workspace import DEFAULT_DISK_MB, Workspaces, run_git
 
 UID = GID = 65534
 IDENT = "bench <bench@example.invalid>"
@@ -94,7 +94,7 @@ def generate(bare: Path, files: int, commits: int, per_commit: int, seed: int = 
 
 def fresh(url: str, head: str, target: Path) -> None:
     run_git(["clone", "--quiet", "--no-checkout", "--template=", url, str(target)])
-    run_git(["fetch", "--quiet", "origin", "refs/pull/1/head"], cwd=target)
+    run_git(["fetch", "--quiet", url, "refs/pull/1/head"], cwd=target)
     run_git(["checkout", "--quiet", "--detach", head], cwd=target)
     chown_tree(target, UID, GID)
     run_git(
@@ -115,6 +115,9 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=1_000)
     parser.add_argument("--per-commit", type=int, default=20)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--disk-mb", type=int, default=DEFAULT_DISK_MB, help="each job's disk cap (0: none)"
+    )
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("run as root: the work tree is chowned to the sandbox uid")
@@ -142,6 +145,7 @@ def main() -> None:
                 uid=UID,
                 gid=GID,
                 overlay=overlay,
+                disk_mb=args.disk_mb,
             )
             t = time.perf_counter()
             ws.sync("acme/big", 1, "main")

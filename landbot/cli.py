@@ -401,6 +401,9 @@ def sandbox_run(
             show_default=False,
         ),
     ] = None,
+    stdin: Annotated[
+        bool, typer.Option("--stdin", help="Hand your standard input to the command.")
+    ] = False,
     config: ConfigOpt = None,
 ) -> None:
     """Run one command in the fixer sandbox: `landbot sandbox run --workdir DIR -- CMD ...`.
@@ -422,6 +425,7 @@ def sandbox_run(
             env=list(env or []),
             config=config,
             command=command,
+            stdin=stdin,
         )
     )
     raise typer.Exit(code)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import contextvars
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -99,6 +99,11 @@ class FixerSettings(BaseModel):
     model_api_key: SecretStr | None = Field(
         None, description="provider key, added by the proxy; never enters the sandbox"
     )
+    model_api: Literal["openai-responses", "openai-chat", "anthropic", "any"] | None = Field(
+        None,
+        description="the model API the proxy forwards (only its calls); unset: the agent's own "
+        "(codex openai-responses, opencode openai-chat, claude anthropic, command any)",
+    )
     model: str | None = Field(None, description="model name passed to the agent")
     concurrency: int = Field(1, ge=1, description="fixer jobs at a time")
     timeout: float = Field(1800, gt=0, description="wall-clock limit of one agent run, seconds")
@@ -121,6 +126,18 @@ class SandboxSettings(BaseModel):
     )
     uid: int = Field(65534, description="unprivileged uid the sandbox runs as")
     gid: int = Field(65534, description="its gid")
+    etc: list[str] = Field(
+        default_factory=list,
+        description="extra names under /etc shown read-only, beyond the toolchain's allowlist "
+        "(e.g. pip.conf; JSON list in env)",
+    )
+    cpus: float = Field(
+        2.0, gt=0, description="CPU cap of one job in cores (cgroup quota; else nice + rlimit)"
+    )
+    tmp_mb: int = Field(1024, ge=1, description="size of the job's private /tmp and HOME, MB each")
+    disk_mb: int = Field(
+        10240, ge=0, description="size cap of a job's work tree filesystem, MB (0: no cap)"
+    )
 
 
 class TriageRule(BaseModel):
@@ -153,6 +170,8 @@ class Settings(BaseSettings):
         extra="ignore",
         populate_by_name=True,
     )
+    # The TOML file these settings were read from, if any: a job must never see it.
+    _config_file: Path | None = PrivateAttr(default=None)
 
     github: GitHubSettings = Field(default_factory=GitHubSettings)
     database_url: str = Field(
@@ -231,7 +250,9 @@ def load_settings(config_file: Path | None = None) -> Settings:
     toml = config_file if config_file is not None else DEFAULT_CONFIG_FILE
     token = _toml_file.set(toml if toml.is_file() else None)
     try:
-        return Settings()
+        settings = Settings()
+        settings._config_file = toml if toml.is_file() else None
+        return settings
     except ValidationError as exc:
         err = exc.errors()[0]
         name = env_name(tuple(err["loc"]))

@@ -14,8 +14,16 @@ garbage or a timeout is a `needs_human` verdict saying so. Nothing here pushes: 
 is the land stage's (landbot/land/publish.py), and the order is the pipeline's
 (landbot/pipeline/fix.py).
 
+`export_result` takes the job's commits out as data: after the agent's sandbox is gone, a
+second short sandboxed command (git inside the sandbox, as the sandbox uid) writes a bundle
+into `.git/landbot/`, and the host reads that one file (landbot/git/quarantine.py checks
+and imports it; the host never runs git in the job's `.git`).
+
 `run_local_job` is the same agent run on an operator's checkout (`landbot fixer run`): no
-GitHub, no publishing.
+GitHub, no publishing. HEAD, MERGE_HEAD and the unmerged files are read by git in the
+sandbox, and afterwards the checkout's `.git` keeps only git's normal layout
+(`GITDIR_FILES` and friends), so an operator's later `git status` there reads nothing the
+job planted.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import errno
 import json
 import logging
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -34,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from landbot.core.model import Drop, Evidence
+from landbot.core.text import terminal_safe
 from landbot.errors import LandbotError
 from landbot.fixer.agents import Agent, Invocation, JobPaths, ModelAccess, make_agent
 from landbot.fixer.prompt import (
@@ -44,10 +54,12 @@ from landbot.fixer.prompt import (
     evidence_json,
 )
 from landbot.fixer.verdict import AgentVerdict, judge
+from landbot.git.quarantine import BUNDLE_NAME, ResultRefused, read_exchange_file
 
 if TYPE_CHECKING:
     from landbot.config import Settings
     from landbot.git.workspace import Workspace
+    from landbot.sandbox.runner import SandboxResult
 
 log = logging.getLogger("landbot.fixer.job")
 
@@ -165,6 +177,25 @@ def require_model(agent: Agent, settings: Settings) -> None:
         )
 
 
+# The model API each agent speaks: the proxy forwards that API's calls and no others.
+AGENT_API = {"codex": "openai-responses", "opencode": "openai-chat", "claude": "anthropic"}
+
+
+def sandbox_options(settings: Settings) -> dict[str, Any]:
+    """The sandbox settings every agent run takes: what it may see of /etc, its CPU and
+    /tmp caps, and the host's own secrets, which it must not see (the run is refused if it
+    would)."""
+    from landbot.sandbox.settings import host_secrets
+
+    box = settings.sandbox
+    return {
+        "hidden": host_secrets(settings, settings._config_file),
+        "etc": tuple(box.etc),
+        "cpus": box.cpus,
+        "tmp_mb": box.tmp_mb,
+    }
+
+
 def run_agent(
     task: Task,
     workdir: Path,
@@ -194,7 +225,10 @@ def run_agent(
     require_model(agent, settings)
     prompt = build_prompt(task)
     with contextlib.ExitStack() as stack:
-        proxy = stack.enter_context(ModelProxy.from_settings(settings)) if use_proxy else None
+        api = settings.fixer.model_api or AGENT_API.get(agent.name, "any")
+        proxy = (
+            stack.enter_context(ModelProxy.from_settings(settings, api=api)) if use_proxy else None
+        )
         access = None
         if proxy is not None and proxy.sandbox_url is not None:
             access = ModelAccess(url=proxy.sandbox_url, placeholder=KEY_PLACEHOLDER, model=model)
@@ -219,6 +253,7 @@ def run_agent(
             uid=uid,
             gid=gid,
             chown=chown,
+            **sandbox_options(settings),
         )
         candidates = [read_output(workdir, name) for name in invocation.verdict_files]
         if invocation.stdout_verdict is not None and result.stdout:
@@ -239,13 +274,13 @@ def run_agent(
         code,
         result.duration,
         verdict.verdict,
-        verdict.summary,
+        terminal_safe(verdict.summary),
     )
     if not verdict.from_agent:
         log.warning(
             "the %s agent gave no usable verdict; its stderr ends with: %s",
             agent.name,
-            _tail(result.stderr)[-2000:].decode(errors="replace"),
+            terminal_safe(_tail(result.stderr)[-2000:]),
         )
     return AgentOutcome(
         agent=agent.name,
@@ -322,32 +357,148 @@ def fix_checkout(
     return outcome.verdict
 
 
+# --- the result, out of the sandbox as data -------------------------------------------
+
+EXPORT_TIMEOUT = 300.0
+EXPORT_MEMORY_MB = 1024
+NO_HEAD, NOTHING_NEW = 3, 4  # the export script's own exit codes
+# Run by git INSIDE the sandbox, after the agent's sandbox (and every process of it) is
+# gone: whatever the job planted in .git (alternates, commondir, refs) is read there, by
+# the sandbox uid, and only the bundle crosses to the host, where it is checked as data.
+_EXPORT_SCRIPT = r"""
+git rev-parse --verify --quiet 'HEAD^{commit}' >/dev/null || exit 3
+n=$(git rev-list --count HEAD --not "$@") || exit 5
+[ "$n" -gt 0 ] || exit 4
+exec git bundle create --quiet .git/landbot/result.bundle HEAD --not "$@"
+"""
+
+
+def _git_in_sandbox(
+    script: str, args: tuple[str, ...], workdir: Path, uid: int, gid: int, timeout: float
+) -> SandboxResult:
+    """A short git script run in the sandbox on a job's work tree: the host's only way to
+    look into a tree the job wrote."""
+    from landbot.sandbox.runner import run_sandboxed
+
+    return run_sandboxed(
+        ["/bin/sh", "-c", script, "landbot-git", *args],
+        workdir,
+        timeout=timeout,
+        memory_mb=EXPORT_MEMORY_MB,
+        pids_max=64,
+        capture=True,
+        uid=uid,
+        gid=gid,
+        chown=False,
+    )
+
+
+def export_result(
+    workdir: Path,
+    exclude: tuple[str, ...],
+    *,
+    uid: int,
+    gid: int,
+    limit: int,
+    timeout: float = EXPORT_TIMEOUT,
+) -> bytes:
+    """The job's new commits (HEAD, less what `exclude` reaches) as bundle bytes, written
+    by git in the sandbox into `.git/landbot/` and read from there without following
+    links. ResultRefused when there is nothing to take or the bundle is unfit."""
+    if not exclude or not all(_is_sha(x) for x in exclude):
+        raise LandbotError("export_result needs the object ids the job started from")
+    workdir = Path(os.path.realpath(workdir))
+    outputs = outputs_dir(workdir)
+    _prepare_outputs(outputs, (), uid, gid)
+    try:
+        result = _git_in_sandbox(_EXPORT_SCRIPT, exclude, workdir, uid, gid, timeout)
+        if result.exit_code == NO_HEAD:
+            raise ResultRefused("the job's work tree has no commit at HEAD")
+        if result.exit_code == NOTHING_NEW:
+            raise ResultRefused("the job made no commit: nothing to publish")
+        if result.exit_code != 0:
+            why = terminal_safe(_tail(result.stderr)[-300:], limit=300).strip()
+            raise ResultRefused(
+                f"git bundle in the sandbox failed (exit {result.exit_code}): "
+                + (why.splitlines()[-1] if why else "no reason given")
+            )
+        data = read_exchange_file(workdir, BUNDLE_NAME, limit=limit, owner=uid)
+        if data is None:
+            raise ResultRefused("the job side wrote no bundle of its commits")
+        return data
+    finally:
+        _remove_outputs(outputs)
+
+
+def _is_sha(text: str) -> bool:
+    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
+
+
 # --- the job on a local checkout (`landbot fixer run`) --------------------------------
 
 
-def _git_out(workdir: Path, *args: str) -> tuple[int, bytes]:
-    from landbot.git.workspace import run_git
+MAX_UNMERGED = 10_000
+MAX_STATE_BYTES = 4 * 1024 * 1024
+# git INSIDE the sandbox reads what the task needs: a checkout a previous job wrote may
+# hold anything under .git, and the host runs no git in it.
+_STATE_SCRIPT = r"""
+git rev-parse --verify --quiet 'HEAD^{commit}' || exit 3
+if git rev-parse --verify --quiet 'MERGE_HEAD^{commit}'; then
+  exec git diff --name-only -z --diff-filter=U
+fi
+echo -
+"""
 
-    done = run_git(list(args), cwd=workdir, config=[("safe.directory", str(workdir))], check=False)
-    return done.returncode, done.stdout
+
+def parse_local_state(out: bytes) -> tuple[str, str | None, tuple[str, ...]]:
+    """(HEAD, MERGE_HEAD or None, unmerged paths) from the state script's output: two
+    lines of object ids (`-` for no merge), then NUL-separated paths. LandbotError when
+    it is not that (the output comes from git running on what a job may have written)."""
+    if len(out) > MAX_STATE_BYTES:
+        raise LandbotError("the checkout's merge state is over 4 MiB; make a fresh checkout")
+    head, _, rest = out.partition(b"\n")
+    merge, _, paths = rest.partition(b"\n")
+    if not _is_sha(head.decode("ascii", "replace")):
+        raise LandbotError("git in the sandbox gave no commit id for HEAD; check the checkout")
+    if merge == b"-" and not paths:
+        return head.decode(), None, ()
+    if not _is_sha(merge.decode("ascii", "replace")):
+        raise LandbotError("git in the sandbox gave no commit id for MERGE_HEAD; check it")
+    names = [p for p in paths.split(b"\0") if p]
+    if len(names) > MAX_UNMERGED:
+        raise LandbotError(f"the checkout has over {MAX_UNMERGED:,} unmerged files")
+    conflicts = tuple(sorted({p.decode("utf-8", "surrogateescape") for p in names}))
+    return head.decode(), merge.decode(), conflicts
 
 
-def local_task(workdir: Path, evidence_data: Any | None) -> Task:
-    """The task for a local checkout: its HEAD, its merge in progress (if any), and the
-    evidence file's content (landbot's format or `landbot triage log --json`)."""
-    code, out = _git_out(workdir, "rev-parse", "--verify", "HEAD")
-    if code != 0:
+def read_local_state(workdir: Path, uid: int, gid: int) -> tuple[str, str | None, tuple[str, ...]]:
+    """HEAD, MERGE_HEAD and the unmerged files of `workdir`, read by git in the sandbox
+    (the work tree must already belong to the sandbox uid)."""
+
+    result = _git_in_sandbox(_STATE_SCRIPT, (), workdir, uid, gid, EXPORT_TIMEOUT)
+    if result.exit_code == NO_HEAD:
         raise LandbotError(f"{workdir} has no commit at HEAD; pass a git checkout with a commit")
-    head = out.decode().strip()
-    conflicts: tuple[str, ...] = ()
-    base_sha: str | None = None
-    code, out = _git_out(workdir, "rev-parse", "--verify", "--quiet", "MERGE_HEAD")
-    if code == 0:
-        base_sha = out.decode().strip()
-        _, unmerged = _git_out(workdir, "diff", "--name-only", "-z", "--diff-filter=U")
-        conflicts = tuple(
-            sorted(p.decode("utf-8", "surrogateescape") for p in unmerged.split(b"\0") if p)
+    if result.exit_code != 0:
+        why = terminal_safe(_tail(result.stderr)[-300:], limit=300).strip()
+        raise LandbotError(
+            f"cannot read the state of {workdir} (git exit {result.exit_code}): "
+            + (why.splitlines()[-1] if why else "no reason given")
         )
+    return parse_local_state(result.stdout or b"")
+
+
+def local_task(
+    workdir: Path,
+    evidence_data: Any | None,
+    *,
+    state: tuple[str, str | None, tuple[str, ...]] | None = None,
+    uid: int = 65534,
+    gid: int = 65534,
+) -> Task:
+    """The task for a local checkout: its HEAD, its merge in progress (if any), and the
+    evidence file's content (landbot's format or `landbot triage log --json`). `state`
+    is `read_local_state`'s answer (read here, in the sandbox, when not given)."""
+    head, base_sha, conflicts = state or read_local_state(workdir, uid, gid)
     if evidence_data is None:
         drop = Drop(
             repo="",
@@ -369,6 +520,170 @@ def local_task(workdir: Path, evidence_data: Any | None) -> Task:
         base_ref=drop.base_ref,
         base_sha=base_sha or evidence.base_sha,
     )
+
+
+# --- the checkout's .git after a job: only git's normal layout stays ------------------
+
+# What a job may leave in a local checkout's .git, so that an operator's later `git status`
+# there reads nothing the job redirected: regular files and folders in git's own layout.
+# Anything else (a symbolic link anywhere, commondir, gitdir, alternates, info/attributes,
+# info/grafts, shallow, config.worktree, worktrees/, modules/, a rebase in progress, a
+# FIFO) is removed. `config` and `hooks/` are the operator's and were read-only to the job.
+GITDIR_FILES = frozenset(
+    {
+        "HEAD",
+        "ORIG_HEAD",
+        "FETCH_HEAD",
+        "MERGE_HEAD",
+        "MERGE_MSG",
+        "MERGE_MODE",
+        "AUTO_MERGE",
+        "CHERRY_PICK_HEAD",
+        "REVERT_HEAD",
+        "COMMIT_EDITMSG",
+        "SQUASH_MSG",
+        "TAG_EDITMSG",
+        "description",
+        "index",
+        "packed-refs",
+    }
+)
+GITDIR_TREES = ("refs", "logs")  # any regular files below
+# The operator's, read-only in the sandbox, left alone. (`branches/`, git init's empty
+# legacy folder, is kept; a file in it is not.)
+GITDIR_KEEP = ("config", "hooks")
+INFO_FILES = frozenset({"exclude", "refs", "sparse-checkout"})
+OBJECT_INFO_FILES = frozenset({"packs", "commit-graph"})
+# The operator's own copies of these are put back after the job (a shallow clone, a clone
+# with --reference, their attributes); whatever the job wrote there is not.
+PRESERVED = ("shallow", "info/attributes", "objects/info/alternates")
+_LOOSE_DIR = re.compile(r"[0-9a-f]{2}")
+_LOOSE = re.compile(r"[0-9a-f]{38}|[0-9a-f]{62}")
+_PACK = re.compile(r"pack-[0-9a-f]{40,64}\.(?:pack|idx|rev|keep|promisor|mtimes|bitmap)")
+_GRAPH = re.compile(r"commit-graph-chain|graph-[0-9a-f]{40,64}\.graph")
+
+
+def _allowed(rel: str, is_dir: bool) -> bool:
+    """Whether `rel` (a path under .git, `/`-separated) belongs to git's normal layout."""
+    parts = rel.split("/")
+    top = parts[0]
+    if len(parts) == 1:
+        if is_dir:
+            return top in (*GITDIR_TREES, "objects", "info", "branches")
+        return top in GITDIR_FILES
+    if top in GITDIR_TREES:
+        return True
+    if top == "info":
+        return len(parts) == 2 and not is_dir and parts[1] in INFO_FILES
+    if top != "objects":
+        return False
+    if len(parts) == 2:
+        if is_dir:
+            return parts[1] in ("pack", "info") or bool(_LOOSE_DIR.fullmatch(parts[1]))
+        return False
+    sub = parts[1]
+    if len(parts) == 3 and not is_dir:
+        if sub == "pack":
+            return parts[2] == "multi-pack-index" or bool(_PACK.fullmatch(parts[2]))
+        if sub == "info":
+            return parts[2] in OBJECT_INFO_FILES
+        return bool(_LOOSE_DIR.fullmatch(sub)) and bool(_LOOSE.fullmatch(parts[2]))
+    if sub == "info" and parts[2] == "commit-graphs":
+        return (len(parts) == 3 and is_dir) or (
+            len(parts) == 4 and not is_dir and bool(_GRAPH.fullmatch(parts[3]))
+        )
+    return False
+
+
+def unexpected_in_gitdir(workdir: Path) -> list[str]:
+    """Paths under `workdir/.git` (relative, `/`-separated) outside git's normal layout,
+    found without following a link; a folder that is not allowed is listed, not entered."""
+    gitdir = workdir / ".git"
+    found: list[str] = []
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        with os.scandir(gitdir / rel if rel else gitdir) as entries:
+            for entry in entries:
+                path = f"{rel}/{entry.name}" if rel else entry.name
+                if not rel and entry.name in (*GITDIR_KEEP, OUTPUTS_DIR):
+                    continue  # the operator's, or landbot's own exchange folder
+                st = entry.stat(follow_symlinks=False)
+                is_dir = stat.S_ISDIR(st.st_mode)
+                if not (is_dir or stat.S_ISREG(st.st_mode)) or not _allowed(path, is_dir):
+                    found.append(path)
+                elif is_dir:
+                    stack.append(path)
+    return sorted(found)
+
+
+def snapshot_preserved(workdir: Path) -> dict[str, bytes]:
+    """The operator's own PRESERVED files (regular files only), to put back after a job."""
+    saved: dict[str, bytes] = {}
+    for rel in PRESERVED:
+        data = _read_plain(workdir / ".git", rel)
+        if data is not None:
+            saved[rel] = data
+    return saved
+
+
+def _read_plain(gitdir: Path, rel: str) -> bytes | None:
+    path = gitdir / rel
+    if any(p.is_symlink() for p in (path, *path.parents) if p != gitdir and gitdir in p.parents):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, MAX_OUTPUT_FILE)
+    finally:
+        os.close(fd)
+
+
+def check_local_gitdir(workdir: Path) -> dict[str, bytes]:
+    """Refuse a checkout whose .git holds what `sanitize_gitdir` would remove (it would be
+    lost), other than PRESERVED files; return those for the sanitiser."""
+    odd = [p for p in unexpected_in_gitdir(workdir) if p not in PRESERVED]
+    if odd:
+        raise LandbotError(
+            f"{workdir}/.git/{odd[0]} is not part of a plain clone (a linked worktree, a "
+            "submodule, a link, a rebase in progress or a job's leftover); `landbot fixer "
+            "run` removes such files after the job: finish what is in progress or use a fresh clone"
+        )
+    return snapshot_preserved(workdir)
+
+
+def sanitize_gitdir(workdir: Path, preserved: dict[str, bytes], uid: int, gid: int) -> list[str]:
+    """After a job: remove from `workdir/.git` everything outside git's normal layout
+    (never following a link), and put the operator's PRESERVED files back as they were.
+    Returns what was removed (relative to .git)."""
+    gitdir = workdir / ".git"
+    removed = unexpected_in_gitdir(workdir)
+    for rel in removed:
+        path = gitdir / rel
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)  # walks by descriptor, follows no link
+        else:
+            path.unlink(missing_ok=True)
+    for rel, data in preserved.items():
+        path = gitdir / rel
+        path.parent.mkdir(exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.lchown(path, uid, gid)
+    if removed:
+        log.warning(
+            "removed from %s/.git what the job left outside git's layout: %s",
+            workdir,
+            terminal_safe(", ".join(removed[:20]), limit=2000),
+        )
+    return removed
 
 
 def run_local_job(
@@ -401,8 +716,13 @@ def run_local_job(
     agent = make_agent(agent_name or settings.fixer.agent, settings.fixer.command)
     require_model(agent, settings)
     check_host()
-    task = local_task(real, data)
+    uid, gid = settings.sandbox.uid, settings.sandbox.gid
+    preserved = check_local_gitdir(real)
+    prepare_workdir(real, uid, gid)
+    task = local_task(real, data, state=read_local_state(real, uid, gid))
     task = replace(task, protected_paths=tuple(settings.fixer.protected_paths))
-    prepare_workdir(real, settings.sandbox.uid, settings.sandbox.gid)
-    with _inputs_folder(None) as inputs:
-        return run_agent(task, real, inputs, settings, agent=agent, limits=limits, model=model)
+    try:
+        with _inputs_folder(None) as inputs:
+            return run_agent(task, real, inputs, settings, agent=agent, limits=limits, model=model)
+    finally:
+        sanitize_gitdir(real, preserved, uid, gid)

@@ -14,8 +14,11 @@ Layout under the root folder:
       OWNER/REPO.git         bare mirror; fetches only refs/pull/N/head and the base branch
       OWNER/REPO.lock        flock: one fetch, clone or gc at a time per mirror
       OWNER/REPO.trees/SHA   a pristine checkout of SHA, owned by the sandbox uid (overlay)
+    images/                  mode 700, root only: one sparse ext4 image per job (disk_mb)
+      OWNER.REPO.prN.XXXX.img
     jobs/                    mode 755, so bubblewrap (started as the sandbox uid) can bind
-      OWNER.REPO.prN.XXXX/   one job (`Workspace.job_dir`), root-owned, mode 755:
+      OWNER.REPO.prN.XXXX/   one job (`Workspace.job_dir`), root-owned, mode 755; with a
+                             disk cap, its image loop-mounted here (nosuid, nodev):
         .lock                held while the job lives (prune skips it)
         work/                the work tree, owned by the sandbox uid (`Workspace.path`)
         upper/ overlay/      the overlay's upper layer and scratch folder (overlay jobs)
@@ -38,9 +41,18 @@ then rewrites only the files that differ from the pristine commit, and the index
 refreshed against the pristine files once, needs no re-hashing. Without overlayfs (no
 permission to mount) every job checks out the whole tree, with the same result.
 
-Every git command here runs with hooks off (`core.hooksPath=/dev/null`), because the
-trees hold untrusted content. A token goes to git through the environment of that one
-command (`GIT_CONFIG_COUNT`, an `http.extraHeader`), never through argv, a URL or a file.
+With a disk cap (`disk_mb`, the default) everything a job writes, and everything the host
+writes for it, is on the job's own file system: a job that fills it gets ENOSPC, the
+host's disk stays as it was, and removing the job is an unmount. The clone then crosses
+file systems and git copies the mirror's object files instead of linking them.
+
+Every git command here goes through `run_git`: hardened (`HARDENING`, `git_env`: no hook,
+no filter, pager, editor, helper or transport that the trees, the repositories or the
+host's own git configuration could name), with a timeout that kills git's whole process
+group, and refused on a repository whose layout the host did not make (`check_layout`,
+`check_config`), because the trees hold untrusted content. A token goes to git through
+the environment of that one command (`GIT_CONFIG_COUNT`, an `http.extraHeader`), never
+through argv, a URL or a file.
 """
 
 from __future__ import annotations
@@ -55,6 +67,8 @@ import os
 import re
 import shlex
 import shutil
+import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -66,22 +80,41 @@ from pathlib import Path
 from landbot.errors import LandbotError
 from landbot.git.ownership import chown_tree
 
-# Applied to every host-side git command. The work trees hold untrusted content, so no
-# hook, no fsmonitor command, no credential helper (the token comes per command), no
-# background gc that would outlive the mirror lock.
+# Applied to every host-side git command. The trees and the repositories' content are
+# untrusted, so nothing they name may run a program or reach a host on the host's behalf.
 HARDENING: tuple[tuple[str, str], ...] = (
-    ("core.hooksPath", "/dev/null"),
-    ("core.fsmonitor", "false"),
-    ("credential.helper", ""),
+    ("core.hooksPath", "/dev/null"),  # no hook of any repository (receive-pack's too)
+    ("core.fsmonitor", "false"),  # a command git would run on every status
+    ("credential.helper", ""),  # the token comes per command, never from a helper
+    # Every transport refused but the one a network command names on its own command line
+    # (run_git adds `protocol.<scheme>.allow`): no submodule, promisor or rewritten URL
+    # reaches another host or a local path, and `ext::` never runs a command.
+    ("protocol.allow", "never"),
     ("protocol.ext.allow", "never"),
     ("submodule.recurse", "false"),
-    ("commit.gpgSign", "false"),
-    ("gc.autoDetach", "false"),
+    ("fetch.recurseSubmodules", "false"),
+    ("commit.gpgSign", "false"),  # gpg is a program too
+    ("gc.autoDetach", "false"),  # no background gc outliving the mirror lock
     ("maintenance.autoDetach", "false"),
     ("advice.detachedHead", "false"),
+    ("core.pager", "cat"),  # never a pager (GIT_PAGER too, in git_env)
+    ("core.editor", "false"),  # never an editor: a command that wants one fails
+    ("sequence.editor", "false"),
+    ("core.sshCommand", "false"),  # ssh is refused above; no ssh program either
+    ("core.askPass", ""),  # no password prompt program (GIT_ASKPASS too)
+    ("core.attributesFile", "/dev/null"),  # not ~/.config/git/attributes
+    # A repository found by walking up from the working directory (a bare repository
+    # planted inside a tree) is refused; landbot always names its repository.
+    ("safe.bareRepository", "explicit"),
+    # Only used with alternates, which check_layout refuses; `true` lists no refs and
+    # runs nothing a repository chose.
+    ("core.alternateRefsCommand", "true"),
+    # uploadpack.packObjectsHook is honoured only from system, global and command-line
+    # config: the first two are off (git_env), the last is this list.
 )
 
-# Variables from the caller's environment that would point git somewhere else.
+# Variables from the caller's environment that would point git somewhere else or make it
+# run a program (git_env then sets its own values for some of them).
 _GIT_ENV_DROPPED = (
     "GIT_DIR",
     "GIT_WORK_TREE",
@@ -90,9 +123,53 @@ _GIT_ENV_DROPPED = (
     "GIT_ALTERNATE_OBJECT_DIRECTORIES",
     "GIT_COMMON_DIR",
     "GIT_NAMESPACE",
+    "GIT_CONFIG",
+    "GIT_CONFIG_SYSTEM",
     "GIT_CONFIG_PARAMETERS",
     "GIT_CONFIG_COUNT",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_PROXY_COMMAND",
+    "GIT_ALLOW_PROTOCOL",  # it would override protocol.allow
+    "GIT_EXEC_PATH",
+    "GIT_TEMPLATE_DIR",
+    "GIT_SHALLOW_FILE",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_ATTR_SOURCE",
+    "SSH_ASKPASS",
 )
+
+# What git_env sets whatever the caller's environment says.
+_GIT_ENV_FIXED = {
+    "GIT_CONFIG_NOSYSTEM": "1",  # not /etc/gitconfig
+    "GIT_CONFIG_GLOBAL": os.devnull,  # not ~/.gitconfig nor ~/.config/git/config
+    "GIT_ATTR_NOSYSTEM": "1",  # not /etc/gitattributes
+    "GIT_TERMINAL_PROMPT": "0",  # never wait for a password
+    "GIT_ASKPASS": "",  # set and empty: git asks no program (nor core.askPass, SSH_ASKPASS)
+    "GIT_PAGER": "cat",
+    "GIT_EDITOR": "false",
+    "GIT_SEQUENCE_EDITOR": "false",
+    "GIT_NO_REPLACE_OBJECTS": "1",  # refs/replace cannot rewrite what we read
+}
+
+# Timeouts (seconds) of one host git command, by what it does: network commands and those
+# that write a whole tree get the long one. A caller may pass its own.
+NETWORK_TIMEOUT = 300.0
+LOCAL_TIMEOUT = 120.0
+_SLOW_COMMANDS = frozenset(
+    {"fetch", "clone", "push", "ls-remote", "checkout", "checkout-index", "merge", "worktree"}
+)
+_NETWORK_COMMANDS = frozenset({"fetch", "clone", "push", "ls-remote"})
+_PROTOCOLS = frozenset({"https", "http", "file"})  # what landbot's git_url may use
+_KILL_GRACE = 10.0  # after a kill, how long to wait for the process group's pipes to close
+
+# Each job's folder is a file system of this many MB (`[sandbox] disk_mb`, 0: no cap):
+# 10 GiB holds the checkout, dependencies and build output of a large repository; the
+# image is sparse, so the host's disk pays only for what a job writes.
+DEFAULT_DISK_MB = 10240
+MKFS = "mkfs.ext4"
+MOUNT = "mount"
 
 QUEST_ATTRIBUTES = "quest/**/*.md merge=quest"  # as landbot.quest.install.ATTRIBUTES_LINE
 
@@ -137,8 +214,7 @@ def git_env(
         and not k.startswith("GIT_CONFIG_KEY_")
         and not k.startswith("GIT_CONFIG_VALUE_")
     }
-    env["GIT_TERMINAL_PROMPT"] = "0"  # never wait for a password
-    env["GIT_NO_REPLACE_OBJECTS"] = "1"  # refs/replace cannot rewrite what we read
+    env.update(_GIT_ENV_FIXED)
     if config:
         env["GIT_CONFIG_COUNT"] = str(len(config))
         for i, (key, value) in enumerate(config):
@@ -158,6 +234,25 @@ def redact(text: str, token: str | None) -> str:
     return text
 
 
+def _subcommand(args: Sequence[str]) -> str:
+    return next((a for a in args if not a.startswith("-")), "")
+
+
+def remote_protocols(args: Sequence[str]) -> set[str]:
+    """The transports of the remotes a network command names on its command line (a URL's
+    scheme, `file` for a path): the only ones run_git lets it use."""
+    found: set[str] = set()
+    if _subcommand(args) not in _NETWORK_COMMANDS:
+        return found
+    for arg in args:
+        scheme, sep, _ = arg.partition("://")
+        if sep and scheme.isalnum():
+            found.add(scheme.lower())
+        elif arg.startswith("/"):
+            found.add("file")
+    return found & _PROTOCOLS
+
+
 def run_git(
     args: Sequence[str],
     *,
@@ -169,31 +264,203 @@ def run_git(
     input: bytes | None = None,
     check: bool = True,
     what: str | None = None,
+    timeout: float | None = None,
+    protocols: Sequence[str] = (),
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run one host-side git command, hardened; raise WorkspaceError when `check` and it
-    fails (git's message, token redacted)."""
+    """Run one host-side git command, hardened and bounded in time; raise WorkspaceError
+    when `check` and it fails (git's message, token redacted), and whatever `check` when it
+    outlives `timeout` (default: NETWORK_TIMEOUT or LOCAL_TIMEOUT by command) or the
+    repository's layout is refused (check_layout). `protocols` adds transports to those of
+    the remotes named in `args`."""
+    if git_dir is not None:
+        check_layout(git_dir)
+    elif cwd is not None and os.path.lexists(cwd / ".git"):
+        check_layout(cwd / ".git")
+    sub = _subcommand(args)
+    if timeout is None:
+        timeout = NETWORK_TIMEOUT if sub in _SLOW_COMMANDS else LOCAL_TIMEOUT
+    allowed = sorted(remote_protocols(args) | set(protocols))
     argv = ["git"]
-    for key, value in HARDENING:
+    for key, value in (*HARDENING, *((f"protocol.{p}.allow", "always") for p in allowed)):
         argv += ["-c", f"{key}={value}"]
     if git_dir is not None:
         argv.append(f"--git-dir={git_dir}")
     argv += list(args)
+    label = what or f"git {sub or 'command'}"
     try:
-        done = subprocess.run(
+        # Its own process group: git's children (upload-pack, a merge driver, index-pack)
+        # die with it on a timeout.
+        proc = subprocess.Popen(
             argv,
-            cwd=cwd,
-            input=input,
-            capture_output=True,
+            # No cwd: "/", so git never finds a repository in landbot's own folder.
+            cwd=cwd if cwd is not None else "/",
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             env=git_env([*config, *auth_config(token)], extra=env),
-            check=False,
+            start_new_session=True,
         )
     except FileNotFoundError:
         raise WorkspaceError("git is not installed: install git (`apt-get install git`)") from None
+    try:
+        stdout, stderr = proc.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        raise WorkspaceError(
+            f"{label} timed out after {timeout:g} s and was killed: a special file (FIFO, "
+            "device) where git expects a regular one, or a remote that does not answer; "
+            "look at the repository, or pass a longer timeout"
+        ) from None
+    except BaseException:
+        _kill_group(proc)
+        raise
+    done = subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
     if check and done.returncode != 0:
         message = redact(done.stderr.decode(errors="replace").strip(), token)
         last = message.splitlines()[-1] if message else f"exit {done.returncode}"
-        raise WorkspaceError(f"{what or 'git ' + args[0]} failed: {last}")
+        raise WorkspaceError(f"{label} failed: {last}")
     return done
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    try:
+        proc.communicate(timeout=_KILL_GRACE)
+    except subprocess.TimeoutExpired:
+        # A child left the group and still holds a pipe: stop reading, reap git itself.
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        proc.wait()
+
+
+# --- what the host accepts of a repository it runs git on ---------------------------
+
+# Files of a repository folder that make git read another repository, other objects or
+# another history. The host never writes them in a mirror or a job's clone, and a fetch
+# cannot create them: present, someone else did.
+_PLANTED = (
+    "commondir",  # the repository's refs, objects and config are elsewhere
+    "gitdir",  # a linked work tree's back-pointer, meaningless at the top
+    "objects/info/alternates",  # objects of another repository (another's private ones)
+    "objects/info/http-alternates",
+    "info/grafts",  # rewrites parents: another history than the objects say
+    "shallow",  # cut-off history (and GIT_SHALLOW_FILE is dropped)
+)
+# Files git opens and reads to the end: a symlink would read a host file, a FIFO or a
+# device would block git.
+_REGULAR = (
+    "HEAD",
+    "config",
+    "index",
+    "packed-refs",
+    "info/attributes",
+    "info/exclude",
+    "info/sparse-checkout",
+    "objects/info/packs",
+)
+
+
+def check_layout(git_dir: Path) -> None:
+    """Refuse a repository folder whose layout the host did not make (_PLANTED, a symlink
+    or special file where git expects a regular file, a `.git` that points elsewhere).
+
+    A `.git` file is accepted only as `git worktree add` writes it: pointing at
+    `<repository>/worktrees/<name>`, whose `commondir` leads back to a repository that
+    passes this check itself."""
+    st = _lstat(git_dir)
+    if st is None:
+        return  # nothing there: git's own error says so
+    if stat.S_ISLNK(st.st_mode):
+        raise WorkspaceError(f"{git_dir} is a symbolic link: refusing to run git on it")
+    if stat.S_ISREG(st.st_mode) and git_dir.name == ".git":
+        _check_linked(git_dir)
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        raise WorkspaceError(f"{git_dir} is not a folder: refusing to run git on it")
+    for name in _PLANTED:
+        if os.path.lexists(git_dir / name):
+            raise WorkspaceError(
+                f"{git_dir / name} exists, and landbot never writes it: refusing to run git "
+                "in that repository; remove the repository (prune) and let landbot make it again"
+            )
+    for name in _REGULAR:
+        entry = _lstat(git_dir / name)
+        if entry is not None and not stat.S_ISREG(entry.st_mode):
+            raise WorkspaceError(
+                f"{git_dir / name} is not a regular file: refusing to run git in that "
+                "repository; remove the repository and let landbot make it again"
+            )
+    for name in ("objects", "refs", "info", "hooks"):
+        entry = _lstat(git_dir / name)
+        if entry is not None and stat.S_ISLNK(entry.st_mode):
+            raise WorkspaceError(f"{git_dir / name} is a symbolic link: refusing to run git there")
+
+
+def _check_linked(dot_git: Path) -> None:
+    problem = f"{dot_git} is a file that does not point at a linked work tree of a repository"
+    try:
+        with open(dot_git, "rb", buffering=0) as f:
+            text = f.read(4097).decode()
+    except (OSError, UnicodeDecodeError):
+        raise WorkspaceError(f"{problem}: refusing to run git there") from None
+    target_text = text.removeprefix("gitdir: ").strip()
+    if not text.startswith("gitdir: ") or "\n" in target_text or len(text) > 4096:
+        raise WorkspaceError(f"{problem}: refusing to run git there")
+    target = Path(os.path.normpath(dot_git.parent / target_text))
+    common = target.parent.parent
+    if target.parent.name != "worktrees" or not os.path.isdir(target):
+        raise WorkspaceError(f"{problem}: refusing to run git there")
+    try:
+        named = (target / "commondir").read_text().strip()
+    except OSError:
+        raise WorkspaceError(f"{problem}: refusing to run git there") from None
+    if Path(os.path.normpath(target / named)) != common:
+        raise WorkspaceError(f"{problem}: refusing to run git there")
+    check_layout(common)
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+
+
+# Keys a repository config the host wrote may hold (git's own at init and clone, and
+# landbot's); anything else, such as filter.*, diff.*.command or textconv, merge.*.driver,
+# include.*, core.fsmonitor or a url.*.insteadOf, was put there by someone else and would
+# run a program or redirect git on the host. The quest merge driver comes per command.
+_CONFIG_ALLOWED = re.compile(
+    r"core\.(repositoryformatversion|filemode|bare|logallrefupdates|symlinks|ignorecase"
+    r"|precomposeunicode)"
+    r"|extensions\.objectformat"
+    r"|user\.(name|email)"
+    r"|gc\.auto|maintenance\.auto"
+    r"|(transfer|fetch|receive)\.fsckobjects"
+    r"|remote\.[^\n]+\.(url|fetch)"
+    r"|branch\.[^\n]+\.(remote|merge)"
+)
+
+
+def check_config(git_dir: Path) -> None:
+    """Refuse a repository config with any key the host does not write (_CONFIG_ALLOWED)."""
+    path = git_dir / "config"
+    if not path.is_file():
+        return
+    listed = run_git(
+        ["config", "--file", str(path), "--no-includes", "--list", "-z"],
+        what=f"reading {path}",
+    ).stdout
+    for record in listed.split(b"\0"):
+        key = record.partition(b"\n")[0].decode("utf-8", "replace")
+        if key and not _CONFIG_ALLOWED.fullmatch(key.lower()):
+            raise WorkspaceError(
+                f"{path} sets {key}, which landbot never writes (it could run a program on "
+                "the host): refusing that repository; remove it and let landbot make it again"
+            )
 
 
 def rev_parse(git_dir: Path, rev: str) -> str | None:
@@ -315,6 +582,7 @@ class Stats:
     jobs: int = 0
     overlay_jobs: int = 0
     pristine_trees: int = 0  # pristine checkouts made (overlay)
+    disk_jobs: int = 0  # jobs whose folder was a size-capped file system of its own
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, name: str) -> None:
@@ -334,10 +602,15 @@ class Workspaces:
         gid: int,
         identity: Identity = LANDBOT,
         overlay: bool | None = None,
+        disk_mb: int = DEFAULT_DISK_MB,
     ) -> None:
         """`overlay`: None uses overlayfs when the host allows it, False never, True
-        requires it (a job fails instead of falling back)."""
+        requires it (a job fails instead of falling back). `disk_mb`: the size of the file
+        system each job's folder is (0: no cap, the jobs folder's own file system)."""
+        if disk_mb < 0:
+            raise WorkspaceError(f"disk_mb {disk_mb} is negative: give a size in MB, or 0")
         self.root = Path(os.path.realpath(root))
+        self.disk_mb = disk_mb
         self.overlay = overlay
         self.overlay_problem: str | None = None  # why overlayfs was given up, if it was
         self.git_url = git_url
@@ -346,6 +619,7 @@ class Workspaces:
         self.identity = identity
         self.mirrors = self.root / "mirrors"
         self.jobs = self.root / "jobs"
+        self.images = self.root / "images"  # the jobs' disk images: root only
         self.stats = Stats()
         if not self.root.is_dir():
             # The jobs below must be reachable by the sandbox uid (bubblewrap binds them as
@@ -356,6 +630,8 @@ class Workspaces:
         os.chmod(self.mirrors, 0o700)
         self.jobs.mkdir(mode=0o755, exist_ok=True)
         os.chmod(self.jobs, 0o755)
+        self.images.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(self.images, 0o700)
         self._jobs_lock = self.root / "jobs.lock"
 
     @classmethod
@@ -363,7 +639,13 @@ class Workspaces:
         """From `landbot.config.Settings` (typed loosely to keep this module light)."""
         github = settings.github  # type: ignore[attr-defined]
         sandbox = settings.sandbox  # type: ignore[attr-defined]
-        return cls(root, git_url=github.git_url, uid=sandbox.uid, gid=sandbox.gid)
+        return cls(
+            root,
+            git_url=github.git_url,
+            uid=sandbox.uid,
+            gid=sandbox.gid,
+            disk_mb=int(getattr(sandbox, "disk_mb", DEFAULT_DISK_MB)),
+        )
 
     # --- mirrors ----------------------------------------------------------------------
 
@@ -401,6 +683,11 @@ class Workspaces:
         check_branch_name(base_ref)
         mirror = self.mirror_path(repo)
         url = repo_url(self.git_url, repo)
+        if not remote_protocols(["fetch", url]):
+            raise WorkspaceError(
+                f"git_url {self.git_url!r} uses a transport landbot does not allow: use "
+                "https://…/{owner}/{repo}.git (file:// or http:// in tests)"
+            )
         fetch = ["fetch", "--no-tags", "--no-write-fetch-head", "--quiet", "--end-of-options"]
         what = f"fetching {repo}#{number} and {base_ref} into the mirror"
         if not (mirror / "HEAD").is_file():
@@ -420,6 +707,7 @@ class Workspaces:
                 shutil.rmtree(partial, ignore_errors=True)
             self.stats.add("clones")
         else:
+            check_config(mirror)  # a planted filter or include would run in the mirror
             run_git(
                 [*fetch, url, *self._refspecs(number, base_ref)],
                 git_dir=mirror,
@@ -473,11 +761,63 @@ class Workspaces:
         # (which takes the jobs lock exclusively) never sees a job without its lock.
         with file_lock(self._jobs_lock, shared=True):
             job_dir = Path(tempfile.mkdtemp(prefix=f"{owner}.{name}.pr{number}.", dir=self.jobs))
-            os.chmod(job_dir, 0o755)
-            fd = os.open(job_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                if self.disk_mb:
+                    self._mount_disk(job_dir)
+                os.chmod(job_dir, 0o755)  # (the new file system's root, when mounted)
+                fd = os.open(job_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except BaseException:
+                if _remove_mounts(job_dir):
+                    shutil.rmtree(job_dir, ignore_errors=True)
+                self.image_path(job_dir).unlink(missing_ok=True)
+                raise
         self.stats.add("jobs")
         return job_dir, fd
+
+    def image_path(self, job_dir: Path) -> Path:
+        return self.images / f"{job_dir.name}.img"
+
+    def _mount_disk(self, job_dir: Path) -> None:
+        """Make the job's folder a file system of its own of `disk_mb` MB: a sparse ext4
+        image, loop-mounted, so nothing the job (or the host for it) writes there can fill
+        the host's disk. The image costs only what is written to it."""
+        image = self.image_path(job_dir)
+        fd = os.open(image, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.ftruncate(fd, self.disk_mb << 20)
+        finally:
+            os.close(fd)
+        no_cap = "or set `[sandbox] disk_mb = 0` to run jobs without a disk cap"
+        # No journal: the file system lives as long as one job and is never fsck'ed.
+        # No reserved blocks: root on the host gets no more room than the job.
+        mkfs = [MKFS, "-q", "-F", "-O", "^has_journal", "-m", "0", "-E", "nodiscard", str(image)]
+        try:
+            made = subprocess.run(mkfs, capture_output=True, timeout=LOCAL_TIMEOUT, check=False)
+        except FileNotFoundError:
+            raise WorkspaceError(
+                f"{MKFS} is not installed, and a job's disk cap needs it: install e2fsprogs "
+                f"(`apt-get install e2fsprogs`), {no_cap}"
+            ) from None
+        except subprocess.TimeoutExpired:
+            raise WorkspaceError(f"{MKFS} of the job's disk image timed out: {no_cap}") from None
+        if made.returncode != 0:
+            raise WorkspaceError(
+                f"{MKFS} of the job's disk image failed ({_last_line(made.stderr)}): {no_cap}"
+            )
+        mount = [MOUNT, "-t", "ext4", "-o", "loop,nosuid,nodev,noatime", str(image), str(job_dir)]
+        try:
+            done = subprocess.run(mount, capture_output=True, timeout=LOCAL_TIMEOUT, check=False)
+        except FileNotFoundError:
+            raise WorkspaceError(f"{MOUNT} is not installed: install mount, {no_cap}") from None
+        except subprocess.TimeoutExpired:
+            raise WorkspaceError(f"mounting the job's disk image timed out: {no_cap}") from None
+        if done.returncode != 0:
+            raise WorkspaceError(
+                f"cannot mount the job's disk image ({_last_line(done.stderr)}): run landbot "
+                f"as root with a loop device (`modprobe loop`), {no_cap}"
+            )
+        self.stats.add("disk_jobs")
 
     def _remove_job(self, job_dir: Path, held: list[int]) -> None:
         try:
@@ -486,8 +826,12 @@ class Workspaces:
                 # publish's quest-check checkout is a linked work tree of the mirror.
                 with contextlib.suppress(WorkspaceError):
                     run_git(["worktree", "remove", "--force", str(check)], cwd=check)
+            # The job's lock lives on its disk image, which cannot be unmounted while the
+            # lock is open; the pristine tree's stays held until the overlay is gone.
+            os.close(held.pop(0))
             if _remove_mounts(job_dir):
                 shutil.rmtree(job_dir, ignore_errors=True)
+                self.image_path(job_dir).unlink(missing_ok=True)
         finally:
             for fd in held:
                 os.close(fd)
@@ -549,6 +893,7 @@ class Workspaces:
             ("maintenance.auto", "false"),
         ):
             run_git(["config", key, value], git_dir=gitdir)
+        check_config(gitdir)  # before the checkout and merge: no filter or driver in it
         run_git(["update-ref", f"refs/remotes/origin/{base_ref}", base_sha], git_dir=gitdir)
         if pristine is not None and self._mount(repo, pristine, job_dir, clone):
             self.stats.add("overlay_jobs")
@@ -716,7 +1061,10 @@ class Workspaces:
             if head == head_sha:
                 return MergeOutcome(merge_sha=None, up_to_date=True)
             return MergeOutcome(merge_sha=head)
-        unmerged = run_git(["diff", "--name-only", "-z", "--diff-filter=U"], cwd=work).stdout
+        unmerged = run_git(
+            ["diff", "--no-ext-diff", "--no-textconv", "--name-only", "-z", "--diff-filter=U"],
+            cwd=work,
+        ).stdout
         conflicts = tuple(
             sorted(p.decode("utf-8", "surrogateescape") for p in unmerged.split(b"\0") if p)
         )
@@ -744,7 +1092,12 @@ class Workspaces:
                     continue
                 if _remove_mounts(entry):  # never delete through a mount left behind
                     shutil.rmtree(entry, ignore_errors=True)
+                    self.image_path(entry).unlink(missing_ok=True)
                     removed.append(entry)
+            # Images whose job folder is gone (a crash between making and mounting one).
+            for image in sorted(self.images.iterdir()):
+                if not (self.jobs / image.name.removesuffix(".img")).is_dir():
+                    image.unlink(missing_ok=True)
         for owner in sorted(self.mirrors.iterdir()):
             if not owner.is_dir():
                 continue
@@ -788,6 +1141,11 @@ class Workspaces:
                 run_git(["update-ref", "-d", ref], git_dir=mirror)
 
 
+def _last_line(stderr: bytes) -> str:
+    lines = stderr.decode(errors="replace").strip().splitlines()
+    return lines[-1] if lines else "no message"
+
+
 JOB_REFS = "refs/landbot/jobs"  # in a mirror: a job's imported result while it is published
 
 
@@ -800,6 +1158,7 @@ def job_ref(ws: Workspace) -> str:
 PRISTINE_MAX_DRIFT = 1000  # files a PR head may differ from the pristine tree by
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _MNT_DETACH = 2
+_MS_NOSUID, _MS_NODEV = 2, 4
 
 
 def _libc() -> ctypes.CDLL:
@@ -813,7 +1172,9 @@ def mount_overlay(lower: Path, upper: Path, scratch: Path, target: Path) -> None
     if any(c in p for p in paths for c in ",:\\\n"):
         raise OSError(errno.EINVAL, f"a path unfit for overlay options: {paths}")
     options = f"lowerdir={paths[0]},upperdir={paths[1]},workdir={paths[2]},redirect_dir=on"
-    if _libc().mount(b"overlay", paths[3].encode(), b"overlay", 0, options.encode()) != 0:
+    # nosuid, nodev: the job's files are the job's, whatever their mode bits say.
+    flags = _MS_NOSUID | _MS_NODEV
+    if _libc().mount(b"overlay", paths[3].encode(), b"overlay", flags, options.encode()) != 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code))
 

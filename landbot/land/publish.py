@@ -5,18 +5,29 @@
     result.refused        # why nothing was pushed (which rule, which path), or None
     result.patch          # for a fork that does not allow maintainer edits: the fix as text
 
-Nothing the job left is trusted. Its commits are first copied into the mirror (root-owned,
-hooks off, objects checked with fsck) after a look at the job's `.git` for anything that
-would make git read outside it; every rule then runs against the mirror:
+Nothing the job left is trusted, and the host runs no git in the job's `.git`. Git inside
+the sandbox exports the job's new commits as a bundle (landbot/fixer/job.py
+`export_result`); the host reads that one file as data, checks its header and pack
+(landbot/git/quarantine.py: one ref, prerequisites only the PR head and base, every
+object's size capped before git inflates it) and imports it into a quarantine, a fresh
+root-only repository that sees the mirror's objects through alternates the host wrote.
+Every rule then runs against the quarantine:
 
 - the new head descends from the PR head the job started at (and, for a conflict, contains
   the base commit the job merged);
 - no new commit, and not the result as a whole, changes a protected path
   (`[fixer] protected_paths`, globs where `**` crosses folders); for a conflict, a
   protected path must end up as a plain merge of the PR and the base would leave it;
+- every blob it adds is sized (`cat-file --batch-check`) before any diff is made, and no
+  commit adds a symbolic link or a gitlink;
 - the change stays under the size caps (`Limits`);
 - `quest check --base <base>` passes on a fresh host-side checkout of the new head when
-  the repository has a `quest/` tree.
+  the repository has a `quest/` tree (a `quest` that is a link, or a link under it, is
+  refused without a checkout).
+
+Only a fix that passed every rule is fetched from the quarantine into the mirror (under
+the mirror lock, under a job ref) to be pushed; a refused one leaves the mirror as it was,
+and the quarantine is removed whatever happens.
 
 Then the new head is pushed to the PR's branch only if that branch is still at the commit
 the job started from (`--force-with-lease=refs/heads/<branch>:<sha>`), with the token in
@@ -34,10 +45,9 @@ if it is not armed and the head is still the fix.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
-import shlex
+import shutil
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +56,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from landbot.errors import LandbotError
+from landbot.fixer.job import export_result
+from landbot.git.quarantine import BundleLimits, Quarantine, ResultRefused, parse_bundle
 from landbot.git.workspace import (
     HARDENING,
     Workspace,
@@ -53,12 +65,10 @@ from landbot.git.workspace import (
     check_branch_name,
     file_lock,
     git_env,
-    has_commit,
     is_ancestor,
     job_ref,
     redact,
     repo_url,
-    rev_parse,
     run_git,
 )
 from landbot.github.errors import MutationOutcomeUnknown
@@ -83,6 +93,19 @@ class Limits:
     max_diff_bytes: int = 512 * 1024
     max_commits: int = 20
     max_patch_chars: int = 50_000  # a hand-back comment holds at most 65,536
+    max_blob_bytes: int = 8 * 1024 * 1024  # any blob the fix adds, sized before any diff
+    max_bundle_bytes: int = 64 * 1024 * 1024  # the bundle the job side writes
+    max_objects: int = 20_000  # in the bundle's pack
+    max_object_bytes: int = 16 * 1024 * 1024  # any object in the pack, inflated
+    max_unpacked_bytes: int = 256 * 1024 * 1024  # the pack's objects, inflated
+
+    def bundle(self) -> BundleLimits:
+        return BundleLimits(
+            max_bytes=self.max_bundle_bytes,
+            max_objects=self.max_objects,
+            max_object_bytes=max(self.max_object_bytes, self.max_blob_bytes),
+            max_unpacked_bytes=self.max_unpacked_bytes,
+        )
 
 
 @dataclass(frozen=True)
@@ -213,77 +236,17 @@ def details_block(text: str, summary: str) -> str:
 
 # --- reading the job's result ---------------------------------------------------------
 
-# Files in a `.git` that make git read objects, config or history from elsewhere.
-_REDIRECTS = (
-    "commondir",
-    "gitdir",
-    "objects/info/alternates",
-    "objects/info/http-alternates",
-    "info/grafts",
-    "shallow",
-)
 
-
-def layout_problem(ws: Workspace) -> str | None:
-    """Why the job's `.git` cannot be read safely, or None."""
-    gitdir = ws.path / ".git"
-    if gitdir.is_symlink() or not gitdir.is_dir():
-        return "the job replaced the work tree's .git folder"
-    for rel in _REDIRECTS:
-        if (gitdir / rel).exists() or (gitdir / rel).is_symlink():
-            return f"the job created .git/{rel}, which would make git read outside the work tree"
-    config = gitdir / "config"
-    try:
-        digest = hashlib.sha256(config.read_bytes()).hexdigest()
-    except OSError:
-        return "the job removed .git/config"
-    if config.is_symlink() or digest != ws.config_sha256:
-        return "the job changed .git/config"
-    return None
-
-
-def import_result(ws: Workspace) -> str | None:
-    """Copy the job's HEAD into the mirror (under a job ref); its sha, or None if the job
-    left no HEAD commit."""
-    gitdir = str(ws.path / ".git")
-    # The local transport runs upload-pack without our command-line config, so the one
-    # exception to git's ownership check (the work tree is the sandbox uid's) and hooks
-    # off go on upload-pack's own command line.
-    upload_pack = " ".join(
-        [
-            "git",
-            "-c",
-            "core.hooksPath=/dev/null",
-            "-c",
-            shlex.quote(f"safe.directory={gitdir}"),
-            "upload-pack",
-        ]
+def take_result(ws: Workspace, q: Quarantine, options: PublishOptions) -> str:
+    """The job's new commits, exported by git in the sandbox as a bundle, checked as data
+    and imported into the quarantine `q`; the new head. ResultRefused says why not."""
+    known = tuple(dict.fromkeys((ws.head_sha, ws.base_sha)))
+    limits = options.limits
+    data = export_result(
+        ws.path, known, uid=options.uid, gid=options.gid, limit=limits.max_bundle_bytes
     )
-    with file_lock(ws.mirror_lock):
-        done = run_git(
-            [
-                "fetch",
-                "--no-tags",
-                "--no-write-fetch-head",
-                "--quiet",
-                f"--upload-pack={upload_pack}",
-                "--end-of-options",
-                gitdir,
-                f"+HEAD:{job_ref(ws)}",
-            ],
-            git_dir=ws.mirror,
-            config=[("transfer.fsckObjects", "true"), ("protocol.file.allow", "always")],
-            check=False,
-        )
-    if done.returncode != 0:
-        message = done.stderr.decode(errors="replace").strip()
-        if "couldn't find remote ref HEAD" in message or "unknown revision" in message:
-            return None  # an unborn HEAD: the job left no commit at all
-        raise PublishError(
-            "cannot copy the job's commits into the mirror: "
-            + (message.splitlines()[-1] if message else f"git exit {done.returncode}")
-        )
-    return rev_parse(ws.mirror, job_ref(ws))
+    bundle = parse_bundle(data, limits.bundle())
+    return q.import_bundle(data, bundle, set(known))
 
 
 def tree_entries(mirror: Path, commit: str, keep: Sequence[str]) -> dict[str, str]:
@@ -384,15 +347,60 @@ def _short(sha: str) -> str:
     return sha[:12]
 
 
+def new_objects(repo: Path, new: str, exclude: Sequence[str]) -> list[tuple[str, str, int]]:
+    """(oid, type, size) of every object `new` reaches that `exclude` does not, sized by
+    `cat-file --batch-check` (reads no content)."""
+    oids = run_git(
+        ["rev-list", "--objects", "--no-object-names", new, "--not", *exclude], git_dir=repo
+    ).stdout
+    if not oids.strip():
+        return []
+    out = run_git(
+        ["cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"],
+        git_dir=repo,
+        input=oids,
+    ).stdout
+    found = []
+    for line in out.decode().splitlines():
+        oid, kind, size = line.split(" ")
+        found.append((oid, kind, int(size)))
+    return found
+
+
+LINK_MODES = {"120000": "a symbolic link", "160000": "a submodule (gitlink)"}
+
+
+def added_links(repo: Path, commit: str) -> list[tuple[str, str]]:
+    """(path, what) for every symbolic link or gitlink `commit` writes (for a merge, what
+    matches none of its parents), from the raw diff: no content is read."""
+    out = run_git(
+        ["diff-tree", "-r", "-z", "-c", "--raw", "--root", "--no-commit-id", commit],
+        git_dir=repo,
+    ).stdout
+    fields = out.split(b"\0")
+    found = []
+    for meta, raw in zip(fields[0::2], fields[1::2], strict=False):
+        if not meta.startswith(b":"):
+            continue
+        parents = len(meta) - len(meta.lstrip(b":"))
+        modes = meta.lstrip(b":").decode().split(" ")[: parents + 1]
+        what = LINK_MODES.get(modes[-1]) if modes else None
+        if what is not None:
+            found.append((raw.decode("utf-8", "replace"), what))
+    return found
+
+
 def validate(
     ws: Workspace,
     new: str,
     *,
     protected: Sequence[str],
     limits: Limits,
+    repo: Path | None = None,
 ) -> tuple[str | None, tuple[str, ...]]:
-    """(refusal or None, the job's new commits oldest first), all read from the mirror."""
-    mirror, head = ws.mirror, ws.head_sha
+    """(refusal or None, the job's new commits oldest first), all read from `repo` (the
+    quarantine, which sees the mirror's objects; the mirror by default)."""
+    mirror, head = repo or ws.mirror, ws.head_sha
     base = ws.base_sha if ws.conflict else None
     if new == head:
         return "the job made no commit: nothing to publish", ()
@@ -421,6 +429,20 @@ def validate(
             f"the fix has {len(commits)} commits, more than the cap of {limits.max_commits}",
             commits,
         )
+    # Sized before anything below reads a blob: a small commit can hold a huge blob.
+    for oid, kind, size in new_objects(mirror, new, [head, ws.base_sha]):
+        if kind == "blob" and size > limits.max_blob_bytes:
+            return (
+                f"the fix adds a blob of {size:,} bytes ({_short(oid)}), over the cap of "
+                f"{limits.max_blob_bytes:,}",
+                commits,
+            )
+    for commit in commits:
+        for path, what in added_links(mirror, commit):
+            return (
+                f"commit {_short(commit)} adds {path} as {what}: a fix holds files only",
+                commits,
+            )
     for commit in commits:
         for path in commit_paths(mirror, commit):
             pattern = protected_pattern(path, protected)
@@ -464,33 +486,46 @@ def validate(
     return None, commits
 
 
-def quest_problem(ws: Workspace, new: str, branch: str | None) -> str | None:
-    """`quest check --base <base>` on a fresh checkout of `new`, when there is a quest tree."""
-    mirror = ws.mirror
-    quest = {
-        c: run_git(["ls-tree", "-r", "-z", c, "--", "quest/"], git_dir=mirror).stdout
-        for c in (new, ws.base_sha)
-    }
+def quest_problem(
+    ws: Workspace, new: str, branch: str | None, repo: Path | None = None
+) -> str | None:
+    """`quest check --base <base>` on a fresh host-side checkout of `new` (from `repo`, the
+    quarantine), when there is a quest tree. A `quest` that is not a folder, or a link
+    under it, is refused without checking anything out."""
+    mirror = repo or ws.mirror
+    quest: dict[str, bytes] = {}
+    for c in (new, ws.base_sha):
+        top = run_git(["ls-tree", "-z", c, "--", "quest"], git_dir=mirror).stdout
+        if c == new and top and not top.startswith(b"040000 "):
+            return (
+                "quest is not a folder in the fix (a link or a file): "
+                "the quest tree holds files only"
+            )
+        quest[c] = run_git(["ls-tree", "-r", "-z", c, "--", "quest/"], git_dir=mirror).stdout
     if not any(quest.values()):
         return None
     for record in quest[new].split(b"\0"):
-        if record.startswith(b"120000 "):
+        if record and not record.startswith((b"100644 ", b"100755 ")):
             path = record.partition(b"\t")[2].decode("utf-8", "replace")
-            return f"{path} is a symbolic link: the quest tree holds files only"
+            return (
+                f"{path} is not a plain file (a link or a submodule): "
+                "the quest tree holds files only"
+            )
     from landbot.quest import check_tree, failing
 
     check = ws.job_dir / "check"
-    run_git(
-        ["worktree", "add", "--detach", "--quiet", str(check), new],
-        git_dir=mirror,
-        what="checking out the fix for quest check",
-    )
     try:
+        run_git(
+            ["worktree", "add", "--detach", "--quiet", str(check), new],
+            git_dir=mirror,
+            what="checking out the fix for quest check",
+        )
         findings = failing(check_tree(check, base=ws.base_sha, branch=branch))
     except LandbotError as exc:
         return f"quest check could not run: {exc}"
     finally:
-        run_git(["worktree", "remove", "--force", str(check)], git_dir=mirror, check=False)
+        # A linked work tree of the quarantine, which goes away with it.
+        shutil.rmtree(check, ignore_errors=True)
     if not findings:
         return None
     shown = "; ".join(f.render() for f in findings[:3])
@@ -620,6 +655,8 @@ class PublishOptions:
     protected_paths: tuple[str, ...] = (".github/workflows/**",)
     limits: Limits = field(default_factory=Limits)
     merge_method: str = "MERGE"
+    uid: int = 65534  # the sandbox's, which the job side's export runs as
+    gid: int = 65534
 
     @classmethod
     def from_settings(cls, settings: Settings, limits: Limits | None = None) -> PublishOptions:
@@ -627,6 +664,8 @@ class PublishOptions:
             git_url=settings.github.git_url,
             protected_paths=tuple(settings.fixer.protected_paths),
             limits=limits or Limits(),
+            uid=settings.sandbox.uid,
+            gid=settings.sandbox.gid,
         )
 
 
@@ -644,50 +683,51 @@ def publish(
     )
     if pr.repo.lower() != ws.repo.lower() or pr.number != ws.number:
         raise PublishError(f"{pr.repo}#{pr.number} is not the pull request of job {ws.name}")
-    problem = layout_problem(ws)
-    if problem is not None:
-        return PublishResult(refused=problem)
     if pr.head_oid != ws.head_sha:
         return PublishResult(
             refused=f"the pull request's head moved during the job (now {_short(pr.head_oid)}, "
             f"the job started at {_short(ws.head_sha)}): nothing pushed"
         )
     try:
-        new = import_result(ws)
-        if new is None or not has_commit(ws.mirror, new):
-            return PublishResult(refused="the job's work tree has no commit at HEAD")
-        refused, commits = validate(
-            ws, new, protected=options.protected_paths, limits=options.limits
-        )
-        if refused is None:
-            refused = quest_problem(ws, new, pr.head_ref)
-        if refused is not None:
-            return PublishResult(refused=refused, commits=commits)
-        if pr.is_fork and not pr.maintainer_can_modify:
-            base = ws.base_sha if is_ancestor(ws.mirror, ws.base_sha, new) else None
-            patch = make_patch(ws.mirror, ws.head_sha, new, base, options.limits.max_patch_chars)
-            return PublishResult(
-                refused=f"the author of {pr.repo}#{pr.number} does not allow edits from "
-                "maintainers on their fork: the fix is attached as a patch",
-                patch=patch,
-                commits=commits,
+        with Quarantine(ws.mirror, ws.mirror_lock) as q:
+            try:
+                new = take_result(ws, q, options)
+            except ResultRefused as exc:
+                return PublishResult(refused=str(exc))
+            refused, commits = validate(
+                ws, new, protected=options.protected_paths, limits=options.limits, repo=q.path
             )
-        if pr.head_repo is None:
-            return PublishResult(
-                refused="the pull request's head repository was deleted: nothing to push to",
-                commits=commits,
-            )
-        check_branch_name(pr.head_ref)
-        token = client.git_token(ws.repo)
-        with file_lock(ws.mirror_lock):
-            outcome = push_verified(
-                ws.mirror,
-                repo_url(options.git_url, pr.head_repo),
-                new,
-                pr.head_ref,
-                ws.head_sha,
-                token,
-            )
+            if refused is None:
+                refused = quest_problem(ws, new, pr.head_ref, repo=q.path)
+            if refused is not None:
+                return PublishResult(refused=refused, commits=commits)
+            if pr.is_fork and not pr.maintainer_can_modify:
+                base = ws.base_sha if is_ancestor(q.path, ws.base_sha, new) else None
+                patch = make_patch(q.path, ws.head_sha, new, base, options.limits.max_patch_chars)
+                return PublishResult(
+                    refused=f"the author of {pr.repo}#{pr.number} does not allow edits from "
+                    "maintainers on their fork: the fix is attached as a patch",
+                    patch=patch,
+                    commits=commits,
+                )
+            if pr.head_repo is None:
+                return PublishResult(
+                    refused="the pull request's head repository was deleted: nothing to push to",
+                    commits=commits,
+                )
+            check_branch_name(pr.head_ref)
+            token = client.git_token(ws.repo)
+            with file_lock(ws.mirror_lock):
+                # Only now, every rule passed, do the fix's objects reach the mirror.
+                q.promote(job_ref(ws))
+                outcome = push_verified(
+                    ws.mirror,
+                    repo_url(options.git_url, pr.head_repo),
+                    new,
+                    pr.head_ref,
+                    ws.head_sha,
+                    token,
+                )
         if outcome.stale:
             return PublishResult(
                 refused=f"the branch {pr.head_ref} moved during the job (it is no longer at "

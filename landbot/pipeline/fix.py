@@ -74,10 +74,6 @@ def run_fix_job(
     recommendation = verdict.recommendation
     if published.auto_merge_error:
         summary += f" (pushed, but auto-merge could not be armed: {published.auto_merge_error})"
-    if published.patch:
-        recommendation = "\n\n".join(
-            p for p in (recommendation, published.details("The fix as a patch")) if p
-        )
     if published.refused:
         log.warning("%s#%s: the fix was not published: %s", drop.repo, drop.pr, published.refused)
     return FixerResult(
@@ -87,4 +83,5 @@ def run_fix_job(
         pushed_sha=published.pushed_sha,
         refused=published.refused or "",
         auto_merge_armed=published.auto_merge_error is None,
+        patch=published.patch or "",  # rendered by landbot (comments.py), not the agent's text
     )

@@ -71,6 +71,9 @@ class WorkTree:
         self.root = root
         self.files: dict[str, bytes] = {}
         top = root / QUEST_DIR
+        if top.is_symlink():
+            # Followed, it would check (and name in findings) whatever folder it points at.
+            raise LandbotError(f"{QUEST_DIR} is a symbolic link: make it a folder of files")
         if top.is_dir():
             self._walk(str(top), QUEST_DIR)
 
@@ -81,6 +84,9 @@ class WorkTree:
             raise LandbotError(f"cannot read folder {rel}: {exc.strerror}") from None
         for entry in entries:
             path = f"{rel}/{entry.name}"
+            if entry.is_symlink():
+                # Never followed: a link would read (and name) files outside the tree.
+                raise LandbotError(f"cannot read {path}: not a regular file; restore or remove it")
             if entry.is_dir(follow_symlinks=False):
                 self._walk(entry.path, path)
             elif entry.name.endswith(".md"):

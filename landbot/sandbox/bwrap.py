@@ -1,10 +1,12 @@
 """What the sandbox can see, as a bubblewrap command line (pure code, no I/O).
 
 The sandbox root is bubblewrap's own empty tmpfs, made read-only once set up. Into it go:
-the system folders a toolchain needs (read-only), what the operator lists (read-only), the
+the system folders a toolchain needs (read-only), an allowlist of `/etc` entries and the
+files generated for it (etc.py), what the operator lists (read-only), the
 work tree at its own path (read-write) with `.git/hooks` and `.git/config` read-only, a
-private `/tmp` and `HOME`, fresh `/proc` and `/dev`, and the proxy's socket. Nothing else of
-the host exists inside.
+private `/tmp` and `HOME` of a bounded size, fresh `/proc` and `/dev`, and the proxy's
+socket. Nothing else of the host exists inside. The seccomp filter (seccomp.py) arrives as a
+file descriptor.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from dataclasses import dataclass
 
 from landbot.errors import LandbotError
 from landbot.sandbox.env import SANDBOX_HOME
+from landbot.sandbox.etc import ETC, EtcEntry
 
 # Read-only system folders; those absent on the host are skipped, symlinks (merged /usr)
-# are recreated as symlinks.
-SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+# are recreated as symlinks. /etc is not one: only its allowlisted entries are bound.
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 PRIVATE_TMPFS = ("/tmp", SANDBOX_HOME)
 MODEL_SOCKET_IN_SANDBOX = "/run/landbot/model.sock"
 HOSTNAME = "landbot-sandbox"
@@ -31,7 +34,7 @@ NAMESPACE_FLAGS = ("--unshare-all", "--unshare-user", "--disable-userns")
 LIFETIME_FLAGS = ("--die-with-parent", "--new-session")
 
 # Folders the work tree and extra read-only paths may never be, or be inside of.
-_FORBIDDEN_ROOTS = ("/proc", "/sys", "/dev")
+_FORBIDDEN_ROOTS = ("/proc", "/sys", "/dev", ETC)
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,10 @@ class MountPlan:
     protected: tuple[str, ...] = ()  # inside the work tree, bound read-only
     pinned: tuple[str, ...] = ()  # inside the work tree, bound onto themselves (see below)
     model_socket: str | None = None  # host path of the proxy's unix socket
+    etc: tuple[EtcEntry, ...] = ()  # the /etc allowlist
+    data_files: tuple[tuple[int, str], ...] = ()  # (fd, path inside): generated files
+    seccomp_fd: int | None = None  # the compiled filter, for --seccomp
+    tmp_bytes: int | None = None  # size of the private /tmp and HOME each
 
 
 def _within(path: str, root: str) -> bool:
@@ -103,10 +110,19 @@ def bwrap_argv(
             argv += ["--symlink", sp.symlink, sp.path]
         else:
             argv += ["--ro-bind", sp.path, sp.path]
+    for entry in plan.etc:
+        if entry.symlink is not None:
+            argv += ["--symlink", entry.symlink, entry.path]
+        else:
+            argv += ["--ro-bind", entry.source, entry.path]
+    for fd, path in plan.data_files:
+        argv += ["--perms", "0644", "--ro-bind-data", str(fd), path]
     argv += ["--proc", "/proc", "--dev", "/dev"]
     # Private, empty /tmp and HOME before the binds, so a work tree under /tmp is bound on
     # top of the private /tmp and nothing else of the host's /tmp shows.
     for tmp in PRIVATE_TMPFS:
+        if plan.tmp_bytes is not None:
+            argv += ["--size", str(plan.tmp_bytes)]
         argv += ["--tmpfs", tmp]
     for path in plan.read_only:
         check_read_only(path, plan.workdir)
@@ -128,6 +144,8 @@ def bwrap_argv(
     # Last: the sandbox's own root (bubblewrap's tmpfs) read-only, so the job can create
     # nothing outside the work tree, /tmp and HOME.
     argv += ["--remount-ro", "/"]
+    if plan.seccomp_fd is not None:
+        argv += ["--seccomp", str(plan.seccomp_fd)]
     if status_fd is not None:
         argv += ["--json-status-fd", str(status_fd)]
     argv += ["--chdir", plan.workdir, "--", *command]

@@ -1,4 +1,8 @@
-"""A cgroup per sandboxed job: memory and pids caps, OOM detection, teardown.
+"""A cgroup per sandboxed job: memory, pids and CPU caps, OOM detection, teardown.
+
+The CPU cap is a CFS quota (`cpu.cfs_quota_us` over `cpu.cfs_period_us` on v1, `cpu.max`
+on v2) where the host has the cpu controller; without it the caller falls back to nice and
+RLIMIT_CPU (limits.py), and `JobCgroup.cpu_dir` is None.
 
 cgroup v1 (separate `memory` and `pids` hierarchies) and v2 (one folder with `memory.max`
 and `pids.max`) are both supported; v1 is used when it has both controllers, because a
@@ -92,6 +96,14 @@ def v1_parents(mounts: Iterable[CgroupMount], own: dict[str, str]) -> tuple[str,
     return None
 
 
+def v1_cpu_parent(mounts: Iterable[CgroupMount], own: dict[str, str]) -> str | None:
+    """The supervisor's cgroup folder in the v1 cpu hierarchy, or None."""
+    for m in mounts:
+        if m.fstype == "cgroup" and "cpu" in m.controllers and "cpu" in own:
+            return _join(m, own["cpu"])
+    return None
+
+
 def v2_parent(mounts: Iterable[CgroupMount], own: dict[str, str]) -> str | None:
     for m in mounts:
         if m.fstype == "cgroup2" and "" in own:
@@ -99,14 +111,35 @@ def v2_parent(mounts: Iterable[CgroupMount], own: dict[str, str]) -> str | None:
     return None
 
 
+CPU_PERIOD_US = 100_000
+
+
 @dataclass
 class JobCgroup:
     version: int
     dirs: tuple[Path, ...]  # v1: (memory, pids); v2: (one folder,)
+    cpu_dir: Path | None = None  # v1: the cpu hierarchy's folder; v2: dirs[0]; None: no cap
+
+    @property
+    def all_dirs(self) -> tuple[Path, ...]:
+        extra = () if self.cpu_dir is None or self.cpu_dir in self.dirs else (self.cpu_dir,)
+        return (*self.dirs, *extra)
 
     @property
     def procs_files(self) -> list[str]:
-        return [str(d / "cgroup.procs") for d in self.dirs]
+        return [str(d / "cgroup.procs") for d in self.all_dirs]
+
+    def cpu_stat(self) -> dict[str, int]:
+        """The cpu controller's counters (nr_periods, nr_throttled, ...), {} without one."""
+        if self.cpu_dir is None:
+            return {}
+        out: dict[str, int] = {}
+        with contextlib.suppress(OSError):
+            for line in (self.cpu_dir / "cpu.stat").read_text().splitlines():
+                name, _, value = line.partition(" ")
+                with contextlib.suppress(ValueError):
+                    out[name] = int(value)
+        return out
 
     def pids(self) -> set[int]:
         out: set[int] = set()
@@ -147,7 +180,7 @@ class JobCgroup:
         while True:
             self.kill_all()
             removed = True
-            for d in reversed(self.dirs):
+            for d in reversed(self.all_dirs):
                 if not d.exists():
                     continue
                 try:
@@ -224,14 +257,21 @@ def _read_text(path: str) -> str:
         return f.read()
 
 
+def cpu_quota_us(cpus: float, period_us: int = CPU_PERIOD_US) -> int:
+    # The kernel refuses a quota under 1 ms.
+    return max(int(cpus * period_us), 1000)
+
+
 def create_job_cgroup(
     memory_bytes: int,
     pids_max: int,
     *,
+    cpus: float | None = None,
     mountinfo: str | None = None,
     proc_cgroup: str | None = None,
 ) -> JobCgroup:
-    """Make the job's cgroup with its caps, or raise LandbotError with the fix."""
+    """Make the job's cgroup with its caps, or raise LandbotError with the fix. `cpus`
+    (cores, fractional) caps CPU where the host has the controller."""
     mounts = parse_mountinfo(
         mountinfo if mountinfo is not None else _read_text("/proc/self/mountinfo")
     )
@@ -243,9 +283,16 @@ def create_job_cgroup(
     if v1 is not None:
         parents = (Path(v1[0]), Path(v1[1]))
         sweep_stale(parents)
-        job = JobCgroup(1, (parents[0] / name, parents[1] / name))
+        cpu_parent = v1_cpu_parent(mounts, own) if cpus is not None else None
+        cpu_dir = Path(cpu_parent) / name if cpu_parent is not None else None
+        if cpu_parent is not None:
+            sweep_stale([Path(cpu_parent)])
+        job = JobCgroup(1, (parents[0] / name, parents[1] / name), cpu_dir)
         _make(job, parents[0])
         try:
+            if cpu_dir is not None and cpus is not None:
+                _write(cpu_dir / "cpu.cfs_period_us", str(CPU_PERIOD_US))
+                _write(cpu_dir / "cpu.cfs_quota_us", str(cpu_quota_us(cpus)))
             mem = job.dirs[0]
             _write(mem / "memory.limit_in_bytes", str(memory_bytes))
             if (mem / "memory.memsw.limit_in_bytes").exists():
@@ -262,11 +309,14 @@ def create_job_cgroup(
         available = _read_text_or_empty(parent / "cgroup.controllers").split()
         if "memory" in available and "pids" in available:
             sweep_stale([parent])
-            _enable_v2_controllers(parent)
-            job = JobCgroup(2, (parent / name,))
+            with_cpu = cpus is not None and "cpu" in available
+            _enable_v2_controllers(parent, ("memory", "pids", "cpu") if with_cpu else ())
+            job = JobCgroup(2, (parent / name,), parent / name if with_cpu else None)
             _make(job, parent)
             try:
                 d = job.dirs[0]
+                if with_cpu and cpus is not None:
+                    _write(d / "cpu.max", f"{cpu_quota_us(cpus)} {CPU_PERIOD_US}")
                 _write(d / "memory.max", str(memory_bytes))
                 if (d / "memory.swap.max").exists():
                     _write(d / "memory.swap.max", "0")
@@ -290,7 +340,7 @@ def _read_text_or_empty(path: Path) -> str:
 
 def _make(job: JobCgroup, parent: Path) -> None:
     try:
-        for d in job.dirs:
+        for d in job.all_dirs:
             d.mkdir()
     except OSError as exc:
         job.remove(timeout=0)
@@ -300,10 +350,10 @@ def _make(job: JobCgroup, parent: Path) -> None:
         ) from None
 
 
-def _enable_v2_controllers(parent: Path) -> None:
+def _enable_v2_controllers(parent: Path, wanted: tuple[str, ...] = ()) -> None:
     control = parent / "cgroup.subtree_control"
     enabled = _read_text_or_empty(control).split()
-    missing = [c for c in ("memory", "pids") if c not in enabled]
+    missing = [c for c in wanted or ("memory", "pids") if c not in enabled]
     if not missing:
         return
     try:
@@ -324,6 +374,7 @@ def job_cgroup_parents() -> list[Path]:
     own = parse_proc_cgroup(_read_text("/proc/self/cgroup"))
     v1 = v1_parents(mounts, own)
     if v1 is not None:
-        return [Path(v1[0]), Path(v1[1])]
+        cpu = v1_cpu_parent(mounts, own)
+        return [Path(v1[0]), Path(v1[1]), *([Path(cpu)] if cpu is not None else [])]
     v2 = v2_parent(mounts, own)
     return [Path(v2)] if v2 is not None else []

@@ -3,12 +3,18 @@
 Typer (0.29) builds its parameter coercion on pydantic, so parsing any Typer command
 imports pydantic: ~0.25 s here, more than the sandbox itself. `fast_path` parses exactly the
 well-formed `landbot sandbox run [--workdir D] [--timeout S] [--memory MB] [--env N=V]...
-[--config F] -- CMD ...` by hand and runs it; anything else (help, a typo, a missing value)
-returns None so Typer handles it with its usual messages. Both paths end in `run_command`.
+[--config F] [--stdin] -- CMD ...` by hand and runs it; anything else (help, a typo, a
+missing value) returns None so Typer handles it with its usual messages. Both paths end in
+`run_command`.
+
+The command's standard input is /dev/null unless `--stdin` hands it the caller's (the
+operator's terminal, or a pipe); its output, when it goes to a terminal, is made
+terminal-safe by the runner.
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,6 +34,7 @@ class RunArgs:
     env: list[str] = field(default_factory=list)
     config: Path | None = None
     command: list[str] = field(default_factory=list)
+    stdin: bool = False  # hand the caller's standard input to the command
 
 
 def parse_fast(args: Sequence[str]) -> RunArgs | None:
@@ -39,6 +46,10 @@ def parse_fast(args: Sequence[str]) -> RunArgs | None:
         if arg == "--":
             out.command = list(args[i + 1 :])
             break
+        if arg == "--stdin":
+            out.stdin = True
+            i += 1
+            continue
         name, eq, inline = arg.partition("=")
         if name not in ("--workdir", "--timeout", "--memory", "--env", "--config"):
             return None
@@ -95,10 +106,14 @@ def run_command(a: RunArgs) -> int:
         memory_mb=a.memory,
         env=job_vars,
         extra_ro_paths=options.read_only,
-        stdin=None,  # the command's input is the caller's
+        stdin=None if a.stdin else subprocess.DEVNULL,
         uid=options.uid,
         gid=options.gid,
         chown=False,
+        hidden=options.hidden,
+        etc=options.etc,
+        cpus=options.cpus,
+        tmp_mb=options.tmp_mb,
     )
     note = result.message()
     if note is not None:

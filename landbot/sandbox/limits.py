@@ -2,7 +2,10 @@
 
 The launcher is a few lines of `/bin/sh` run as root that join the job's cgroup(s) with
 their own pid and set rlimits, then `exec setpriv` (uid, gid, no groups, no capabilities,
-no_new_privs) which `exec`s bubblewrap. Everything is one process id, so bubblewrap and all
+no_new_privs), which `exec`s a one-line Perl (perl-base is Essential on Debian) that joins
+a new, empty session keyring (the supervisor's would otherwise be the job's: whatever keys
+landbot or its operator's session hold) and `exec`s bubblewrap. Without a CPU controller,
+`nice` goes before setpriv. Everything is one process id, so bubblewrap and all
 it starts are in the cgroup from the first instruction, and nothing runs as root after the
 `exec`. Using `exec` instead of a Python `preexec_fn` keeps the fork free of the
 supervisor's threads (the model proxy runs in the same process). Pure code: it only builds
@@ -14,6 +17,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from landbot.errors import LandbotError
 
 # The launcher exits 125 when it cannot join the cgroup or set a limit; nothing of the job
 # has run then.
@@ -49,11 +54,41 @@ class Rlimits:
     cpu_seconds: int
 
 
-def rlimits_for(timeout: float, memory_mb: int, cpus: int) -> Rlimits:
+def rlimits_for(timeout: float, memory_mb: int, cpus: float) -> Rlimits:
     return Rlimits(
         data_kib=2 * memory_mb * 1024,
-        cpu_seconds=math.ceil(timeout) * max(cpus, 1) + 10,
+        cpu_seconds=math.ceil(math.ceil(timeout) * max(cpus, 0.01)) + 10,
     )
+
+
+# keyctl(2)'s number per machine (Perl's syscall.ph is not in perl-base).
+KEYCTL_NR = {"x86_64": 250, "aarch64": 219, "armv7l": 311, "i686": 288, "riscv64": 219}
+KEYCTL_JOIN_SESSION_KEYRING = 1
+_KEYRING = (
+    "syscall($ARGV[0] + 0, $ARGV[1] + 0, 0) >= 0 or do {"
+    ' print STDERR "landbot: cannot join a new session keyring: $!\\n"; exit 125 };'
+    " splice @ARGV, 0, 2;"
+    ' exec {$ARGV[0]} @ARGV or do { print STDERR "landbot: cannot run $ARGV[0]: $!\\n";'
+    " exit 125 }"
+)
+
+
+def keyring_argv(perl: str, machine: str) -> list[str]:
+    """Join a new anonymous session keyring, then exec the rest of the command line."""
+    nr = KEYCTL_NR.get(machine)
+    if nr is None:
+        raise LandbotError(
+            f"no keyctl syscall number known for {machine}; add it to "
+            "landbot/sandbox/limits.py KEYCTL_NR"
+        )
+    return [perl, "-e", _KEYRING, str(nr), str(KEYCTL_JOIN_SESSION_KEYRING)]
+
+
+NICENESS = 10  # the fallback when the host has no CPU controller
+
+
+def nice_argv(nice: str) -> list[str]:
+    return [nice, "-n", str(NICENESS)]
 
 
 def setpriv_argv(setpriv: str, uid: int, gid: int) -> list[str]:

@@ -255,3 +255,83 @@ def test_codex_through_the_cli(root: Path, checkout: Path) -> None:
     assert git(checkout, "log", "-1", "--format=%s") == "Set the answer"
     assert len(seen) == 2
     assert all(r.header("authorization") == "Bearer sk-operator-key" for r in seen)
+
+
+# --- what a job leaves in the operator's .git (issue 12) ------------------------------
+
+# The job plants a second repository whose config runs a command, points .git/commondir at
+# it (git then reads that config as the checkout's own) and adds an info/attributes that
+# sends every file through a filter that config defines.
+PLANT = (
+    """
+mkdir -p .git/evil
+cp -r .git/objects .git/refs .git/HEAD .git/evil/
+cat > .git/evil/config <<'END'
+[core]
+	repositoryformatversion = 0
+	fsmonitor = "touch MARK/fsmonitor; false"
+[filter "x"]
+	clean = "touch MARK/filter; cat"
+END
+echo evil > .git/commondir
+echo '* filter=x' > .git/info/attributes
+ln -s /etc .git/refs/linked
+echo x >> app.py
+"""
+    + WRITE_FIXED
+)
+
+
+def _operator_status(work: Path) -> None:
+    # What an operator does next in that checkout (safe.directory: it now belongs to the
+    # sandbox uid). No check: git may well fail; what matters is what it ran.
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(work.parent), "GIT_CONFIG_NOSYSTEM": "1"}
+    for command in ("status", "diff"):
+        subprocess.run(
+            ["git", "-c", "safe.directory=*", command], cwd=work, capture_output=True, env=env
+        )
+
+
+def test_a_job_s_planted_git_layout_does_not_run_for_the_operator(
+    root: Path, checkout: Path
+) -> None:
+    mark = root / "mark"
+    mark.mkdir(mode=0o777)
+    os.chmod(mark, 0o777)
+    body = PLANT.replace("MARK", str(mark))
+    # The control: the same plant, written unconfined into a copy, runs both commands at
+    # the operator's `git status`.
+    control = root / "control"
+    shutil.copytree(checkout, control, symlinks=True)
+    planted = subprocess.run(
+        ["sh", "-c", "set -e\nLANDBOT_VERDICT_FILE=/dev/null\n" + body], cwd=control
+    )
+    assert planted.returncode == 0
+    _operator_status(control)
+    assert "fsmonitor" in {p.name for p in mark.iterdir()}
+    for p in mark.iterdir():
+        p.unlink()
+    # Through landbot: the job ran (its edit is there), the plant is gone, nothing runs.
+    done = landbot(root, "--workdir", str(checkout), command=agent(root, body))
+    assert done.returncode == 0, done.stderr
+    assert (checkout / "app.py").read_text().endswith("x\n")  # the marker: the job ran
+    gitdir = checkout / ".git"
+    for planted in ("commondir", "evil", "info/attributes", "refs/linked"):
+        assert not os.path.lexists(gitdir / planted), planted
+    _operator_status(checkout)
+    assert list(mark.iterdir()) == []
+    # A second run on the same checkout reads its state in the sandbox and works.
+    again = landbot(root, "--workdir", str(checkout), command=agent(root, WRITE_FIXED))
+    assert again.returncode == 0, again.stderr
+    assert list(mark.iterdir()) == []
+
+
+def test_a_checkout_with_a_linked_layout_is_refused_before_the_job(
+    root: Path, checkout: Path
+) -> None:
+    # The control: a plain clone runs.
+    ok = landbot(root, "--workdir", str(checkout), command=agent(root, WRITE_FIXED))
+    assert ok.returncode == 0, ok.stderr
+    (checkout / ".git" / "commondir").write_text("elsewhere\n")
+    done = landbot(root, "--workdir", str(checkout), command=agent(root, WRITE_FIXED))
+    assert done.returncode == 2 and ".git/commondir is not part of a plain clone" in done.stderr

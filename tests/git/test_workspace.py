@@ -14,13 +14,13 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from landbot.git.workspace import (
+    DEFAULT_DISK_MB,
     JOB_REFS,
     LANDBOT,
     WorkspaceError,
@@ -34,34 +34,6 @@ from landbot.sim.state import Repository
 
 UID = GID = 65534
 QUEST = "# [S] Ship it\n\n## Required\n\n- [Design](design.md)\n"
-
-
-@pytest.fixture(autouse=True)
-def _isolated_git(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """No developer config (identity, helpers, hooks) reaches the repositories."""
-    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-
-
-@pytest.fixture
-def root() -> Iterator[Path]:
-    # Under /tmp with mode 755 (pytest's tmp_path is below a mode-700 folder), as a state
-    # folder the sandbox uid can traverse to its work tree.
-    path = Path(tempfile.mkdtemp(prefix="landbot-ws-", dir="/tmp"))
-    os.chmod(path, 0o755)
-    try:
-        yield path
-    finally:
-        for point in mounts_under(path):  # a test that failed inside a job
-            subprocess.run(["umount", "-l", str(point)], capture_output=True)
-        shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def gh(root: Path) -> FakeGitHub:
-    return FakeGitHub(root / "github", auto_checks=False)
 
 
 @pytest.fixture
@@ -79,10 +51,20 @@ def repo(gh: FakeGitHub) -> Repository:
 
 
 def workspaces(
-    gh: FakeGitHub, root: Path, git_url: str | None = None, *, overlay: bool | None = None
+    gh: FakeGitHub,
+    root: Path,
+    git_url: str | None = None,
+    *,
+    overlay: bool | None = None,
+    disk_mb: int = DEFAULT_DISK_MB,
 ) -> Workspaces:
     return Workspaces(
-        root / "state", git_url=git_url or gh.git_url, uid=UID, gid=GID, overlay=overlay
+        root / "state",
+        git_url=git_url or gh.git_url,
+        uid=UID,
+        gid=GID,
+        overlay=overlay,
+        disk_mb=disk_mb,
     )
 
 
@@ -340,7 +322,9 @@ def test_stale_jobs_are_pruned_and_live_ones_kept(
     assert crashed.returncode == 0, crashed.stderr
     stale = Path(crashed.stdout.strip())
     assert (stale / "work" / "app.py").is_file() and (stale / ".lock").is_file()
-    assert bool(mounts_under(stale)) is overlay  # a crashed overlay job stays mounted
+    # A crashed job stays mounted: its disk image, and its overlay on top.
+    assert mounts_under(stale) == [*([stale / "work"] if overlay else []), stale]
+    assert ws.image_path(stale).is_file()
     mirror = ws.mirror_path(repo.full_name)
     assert "check" in git(mirror, "worktree", "list")
     assert git(mirror, "for-each-ref", JOB_REFS)
@@ -356,8 +340,10 @@ def test_stale_jobs_are_pruned_and_live_ones_kept(
         assert "check" not in git(mirror, "worktree", "list")
         assert git(mirror, "for-each-ref", JOB_REFS) == ""
         assert mounts_under(stale) == []
+        assert list(ws.images.iterdir()) == [ws.image_path(live.job_dir)]  # stale's is gone
         assert (live.path / "app.py").read_text() == "ANSWER = 42\n"
     assert ws.prune() == []
+    assert list(ws.images.iterdir()) == []
     assert_mode(ws, overlay)
 
 
@@ -528,7 +514,8 @@ def test_the_token_is_never_written_anywhere(
     token = "ghs_" + "T0kenT0kenT0ken" * 2
     needles = [token.encode(), base64.b64encode(f"x-access-token:{token}".encode())]
     head, _ = _conflicting(gh, repo, code=True)
-    ws = workspaces(gh, root, overlay=overlay)
+    # A small disk image: the scan reads it whole too (raw blocks, not only its files).
+    ws = workspaces(gh, root, overlay=overlay, disk_mb=64)
     with ws.job(repo.full_name, 1, head, "main", merge=True, token=token) as job:
         assert _files_containing(ws.root, needles) == []
         for where in ([f"--git-dir={job.mirror}"], ["-C", str(job.path)]):
@@ -627,7 +614,7 @@ def test_a_token_reaches_git_for_a_private_repository(
     thread.start()
     try:
         url = f"http://127.0.0.1:{server.server_port}/{{owner}}/{{repo}}.git"
-        ws = workspaces(gh, root, git_url=url)
+        ws = workspaces(gh, root, git_url=url, disk_mb=64)
         # The control: without the token the server refuses, and so does the job.
         with (
             pytest.raises(WorkspaceError, match="fetching acme/widgets#1"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from landbot.core.text import inert
 from landbot.quest.check import check_tree
 from landbot.quest.findings import failing
 from landbot.sim import CheckScenario, JobSpec, StepSpec, WorkflowSpec
@@ -61,10 +62,15 @@ def test_a_quest_finding_is_handed_back_word_for_word(world: World) -> None:
     assert "**What to decide:** The quest check failed." in body
     assert "**Triage:** policy: the quest check failed: job `quest`" in body
     assert f"> {FINDING}\n" in body  # the finding as an error line of the excerpt
+    # Outside the excerpt's fence the summary is inert Markdown (brackets escaped), which
+    # renders as the same words.
     assert (
-        "quest check found 1 problem in step "
-        f"'{QUEST_STEP}': quest/m0/widgets.md: quest title must be '# [XS|S|M|L|XL] Title'"
-    ) in body
+        inert(
+            "quest check found 1 problem in step "
+            f"'{QUEST_STEP}': quest/m0/widgets.md: quest title must be '# [XS|S|M|L|XL] Title'"
+        )
+        in body
+    )
     assert world.mutations() == []
 
 

@@ -437,17 +437,182 @@ def test_size_caps(world: World) -> None:
     assert result.pushed_sha == new, result.refused
 
 
-def test_a_tampered_git_folder_is_refused(world: World) -> None:
+def mirror_state(ws: Workspace) -> tuple[int, str]:
+    """(object files, refs) of the mirror: a refused fix must leave both as they were."""
+    files = sum(len(f) for _, _, f in os.walk(ws.mirror / "objects"))
+    refs = subprocess.run(
+        ["git", f"--git-dir={ws.mirror}", "for-each-ref"], capture_output=True, text=True
+    ).stdout
+    return files, refs
+
+
+def secret_repo(world: World) -> tuple[Path, str]:
+    """Another repository's root-only mirror holding a private blob; (its path, the blob)."""
+    secret = world.root / "state" / "mirrors" / "other" / "secret.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(secret)], check=True)
+    blob = subprocess.run(
+        ["git", f"--git-dir={secret}", "hash-object", "-w", "--stdin"],
+        input="the other repository's private key\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    os.chmod(secret.parent, 0o700)
+    return secret, blob
+
+
+@pytest.mark.parametrize("plant", ["alternates", "objects-symlink", "commondir"])
+def test_a_job_s_git_cannot_bring_another_repository_s_objects(world: World, plant: str) -> None:
+    repo = world.repo()
+    pr = world.gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
+    secret, blob = secret_repo(world)
+    with world.job(repo, pr) as ws:
+        gitdir = ws.path / ".git"
+        # A commit whose tree names the other repository's blob (the job knows its id).
+        tree = as_agent(ws, "git", "mktree", "--missing").stdout  # empty input: empty tree
+        listing = f"100644 blob {blob}\tstolen.txt\n"
+        tree = subprocess.run(
+            [
+                "setpriv",
+                f"--reuid={UID}",
+                f"--regid={GID}",
+                "--clear-groups",
+                "git",
+                "mktree",
+                "--missing",
+            ],
+            cwd=ws.path,
+            input=listing,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        commit = as_agent(ws, "git", "commit-tree", tree, "-p", "HEAD", "-m", "Fix").stdout
+        as_agent(ws, "git", "update-ref", "HEAD", commit.strip())
+        if plant == "alternates":
+            (gitdir / "objects" / "info").mkdir(exist_ok=True)
+            (gitdir / "objects" / "info" / "alternates").write_text(f"{secret}/objects\n")
+        elif plant == "objects-symlink":
+            own = gitdir / "objects"
+            shutil.copytree(secret / "objects", own, dirs_exist_ok=True, symlinks=True)
+            shutil.rmtree(own / blob[:2])
+            (own / blob[:2]).symlink_to(secret / "objects" / blob[:2])
+        else:
+            evil = ws.path / "evil"
+            shutil.copytree(gitdir, evil, symlinks=True)
+            shutil.rmtree(evil / "objects")
+            (evil / "objects").symlink_to(secret / "objects")
+            (gitdir / "commondir").write_text(f"{secret}\n")
+        # The control: root-run host git in the job's .git (the old import) reads the blob.
+        host = subprocess.run(
+            ["git", "-c", "safe.directory=*", f"--git-dir={gitdir}", "cat-file", "-p", blob],
+            capture_output=True,
+            text=True,
+        )
+        assert "private key" in host.stdout, host.stderr
+        before = mirror_state(ws)
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+        # The marker: git in the sandbox did try the export, and could not read the blob.
+        only_refusal(result)
+        # (git in the sandbox either cannot resolve HEAD or cannot pack the blob)
+        assert any(m in (result.refused or "") for m in ("in the sandbox failed", "at HEAD"))
+        assert mirror_state(ws) == before
+        gone = subprocess.run(["git", f"--git-dir={ws.mirror}", "cat-file", "-e", blob])
+        assert gone.returncode != 0
+    assert world.branch(repo, "feat") == pr.head_sha
+
+
+@pytest.mark.parametrize("kind", ["symlink", "gitlink"])
+def test_a_fix_adding_a_link_is_refused(world: World, kind: str) -> None:
     repo = world.repo()
     pr = world.gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
     with world.job(repo, pr) as ws:
-        agent_commit(ws, {"app.py": "ANSWER = 42  # fixed\n"})
-        alternates = ws.path / ".git" / "objects" / "info" / "alternates"
-        alternates.parent.mkdir(exist_ok=True)
-        alternates.write_text(str(world.gh.root / "other" / "secret.git" / "objects") + "\n")
+        if kind == "symlink":
+            (ws.path / "etc").symlink_to("/etc")
+            os.lchown(ws.path / "etc", UID, GID)
+            as_agent(ws, "git", "add", "etc")
+        else:
+            as_agent(ws, "git", "update-index", "--add", "--cacheinfo", f"160000,{pr.head_sha},sub")
+        as_agent(ws, "git", "commit", "-q", "-m", "Fix")
+        before = mirror_state(ws)
         result = publish(world.client, ws, world.state(repo, pr), world.options)
-    only_refusal(result, ".git/objects/info/alternates")
-    assert world.branch(repo, "feat") == pr.head_sha
+        only_refusal(result, "symbolic link" if kind == "symlink" else "gitlink")
+        assert mirror_state(ws) == before
+    # The control: the same job writing a plain file is pushed.
+    with world.job(repo, pr) as ws:
+        new = agent_commit(ws, {"etc": "plain\n"})
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    assert result.pushed_sha == new, result.refused
+
+
+def test_a_quest_symlink_is_refused_without_a_look_at_the_host(world: World) -> None:
+    repo = world.repo(files={**FILES, "quest/ship.md": QUEST_SHIP, "quest/design.md": QUEST_DESIGN})
+    pr = world.gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
+    host = world.root / "host-secrets"
+    host.mkdir()
+    (host / "host-only-name.md").write_text("# nothing\n")
+    with world.job(repo, pr) as ws:
+        shutil.rmtree(ws.path / "quest")
+        (ws.path / "quest").symlink_to(host)
+        os.lchown(ws.path / "quest", UID, GID)
+        as_agent(ws, "git", "add", "-A")
+        as_agent(ws, "git", "commit", "-q", "-m", "Fix")
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    only_refusal(result, "quest")
+    assert "host-only-name" not in (result.refused or "")
+
+
+def test_a_blob_over_the_cap_is_refused_before_any_diff(world: World) -> None:
+    repo = world.repo()
+    pr = world.gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
+    small = replace(world.options, limits=Limits(max_blob_bytes=4000))
+    with world.job(repo, pr) as ws:
+        agent_commit(ws, {"big.txt": "x" * 5000})
+        before = mirror_state(ws)
+        result = publish(world.client, ws, world.state(repo, pr), small)
+        only_refusal(result, "a blob of 5,000 bytes")
+        assert mirror_state(ws) == before
+    with world.job(repo, pr) as ws:  # the control: under the cap it is pushed
+        new = agent_commit(ws, {"big.txt": "x" * 3000})
+        result = publish(world.client, ws, world.state(repo, pr), small)
+    assert result.pushed_sha == new, result.refused
+
+
+def test_a_zlib_bomb_is_refused_before_git_inflates_it(world: World) -> None:
+    repo = world.repo()
+    pr = world.gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
+    with world.job(repo, pr) as ws:
+        zeros = ws.path / "zeros.bin"
+        with open(zeros, "wb") as f:
+            f.truncate(64 * 1024 * 1024)
+        os.chown(zeros, UID, GID)
+        as_agent(ws, "git", "add", "zeros.bin")
+        as_agent(ws, "git", "commit", "-q", "-m", "Fix")
+        size = as_agent(ws, "git", "cat-file", "-s", "HEAD:zeros.bin").stdout.strip()
+        assert size == str(64 * 1024 * 1024)  # the control: it does inflate to 64 MiB
+        before = mirror_state(ws)
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+        only_refusal(result, "once inflated")
+        assert mirror_state(ws) == before
+
+
+def test_a_refused_fix_leaves_the_mirror_as_it_was(world: World) -> None:
+    repo = world.repo()
+    pr = world.gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
+    with world.job(repo, pr) as ws:
+        new = agent_commit(ws, {".github/workflows/ci.yml": "on: push\n"})
+        before = mirror_state(ws)
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+        only_refusal(result, "protected path")
+        assert mirror_state(ws) == before
+        assert subprocess.run(["git", f"--git-dir={ws.mirror}", "cat-file", "-e", new]).returncode
+        assert not list(ws.mirror.parent.glob("*quarantine*"))
+    with world.job(repo, pr) as ws:  # the control: a pushed fix is in the mirror
+        new = agent_commit(ws, {"app.py": "ANSWER = 42  # fixed\n"})
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+        assert result.pushed_sha == new
+        done = subprocess.run(["git", f"--git-dir={ws.mirror}", "cat-file", "-e", new])
+        assert done.returncode == 0
 
 
 def _conflict(world: World, repo: Repository, *, code: bool) -> PullRequest:
@@ -540,10 +705,16 @@ def test_the_token_never_lands_in_a_file_or_the_config(world: World) -> None:
     needles = [token.encode(), base64.b64encode(f"x-access-token:{token}".encode())]
 
     def leaks(folder: Path) -> list[Path]:
+        # A job's disk image is scanned through its mount (the job folder), not as 10 GB
+        # of raw bytes.
+        images = world.workspaces.images
         return [
             p
             for p in folder.rglob("*")
-            if p.is_file() and not p.is_symlink() and any(n in p.read_bytes() for n in needles)
+            if p.is_file()
+            and not p.is_symlink()
+            and not p.is_relative_to(images)
+            and any(n in p.read_bytes() for n in needles)
         ]
 
     state = world.workspaces.root

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 from landbot.errors import LandbotError
 from landbot.quest import check_tree, failing
 from landbot.quest.rules import PathKind
-from landbot.quest.source import Revision
+from landbot.quest.source import Revision, WorkTree
 
 from .conftest import LANDBOT, Repo, rendered
 
@@ -292,3 +293,23 @@ def test_the_quest_stage_imports_no_heavy_library() -> None:
     heavy = {"typer", "click", "rich", "pydantic", "githubkit", "httpx", "sqlalchemy", "yaml"}
     assert "landbot" in loaded
     assert not loaded & heavy
+
+
+def test_a_quest_folder_that_is_a_link_is_not_followed(repo: Repo, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "host"
+    elsewhere.mkdir()
+    (elsewhere / "host-only-name.md").write_text("# [S] Broken title without a link\n")
+    # The control: the same folder, really at quest/, is read (its file is named).
+    real = tmp_path / "copy"
+    (real / "quest").mkdir(parents=True)
+    (real / "quest" / "host-only-name.md").write_text("# [S] Broken title without a link\n")
+    assert "quest/host-only-name.md" in WorkTree(real).files
+    shutil.rmtree(repo.root / "quest", ignore_errors=True)
+    (repo.root / "quest").symlink_to(elsewhere)
+    with pytest.raises(LandbotError, match="quest is a symbolic link"):
+        check_tree(repo.root)
+    (repo.root / "quest").unlink()
+    (repo.root / "quest").mkdir()
+    (repo.root / "quest" / "link").symlink_to(elsewhere)
+    with pytest.raises(LandbotError, match="quest/link: not a regular file"):
+        check_tree(repo.root)

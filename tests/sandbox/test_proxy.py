@@ -69,6 +69,16 @@ def model() -> Iterator[ModelServer]:
                 )
             )
 
+        def do_TRACE(self) -> None:
+            # What an endpoint that follows the HTTP spec does: echo the request, key and all.
+            self._record()
+            echo = (self.requestline + "\r\n" + str(self.headers)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "message/http")
+            self.send_header("Content-Length", str(len(echo)))
+            self.end_headers()
+            self.wfile.write(echo)
+
         def do_GET(self) -> None:
             self._record()
             body = json.dumps({"ok": True, "path": self.path}).encode()
@@ -80,6 +90,18 @@ def model() -> Iterator[ModelServer]:
 
         def do_POST(self) -> None:
             self._record()
+            if self.headers.get("X-Echo"):
+                # An endpoint that echoes the request: the key cut in two writes.
+                echo = str(self.headers).encode()
+                cut = echo.find(b"REAL") + 2
+                self.send_response(200)
+                self.send_header("X-Seen-Auth", self.headers.get("Authorization", ""))
+                self.send_header("Content-Length", str(len(echo)))
+                self.end_headers()
+                self.wfile.write(echo[:cut])
+                self.wfile.flush()
+                self.wfile.write(echo[cut:])
+                return
             # Server-sent events in lockstep: the second event is sent only once the test
             # says the client has the first, so a proxy that buffered would stall here.
             self.send_response(200)
@@ -88,12 +110,15 @@ def model() -> Iterator[ModelServer]:
             self.end_headers()
             self.wfile.write(b'event: response.created\ndata: {"n": 1}\n\n')
             self.wfile.flush()
-            if "lockstep" in self.path:
+            if self.headers.get("X-Lockstep"):
                 state.gate_waited.append(state.gate.wait(timeout=5))
             self.wfile.write(b'event: response.completed\ndata: {"n": 2}\n\n')
             self.wfile.flush()
             self.close_connection = True
 
+    # Every other method answers like GET, so a control shows what a forwarded one reaches.
+    for method in ("PUT", "PATCH", "DELETE", "OPTIONS", "PROPFIND"):
+        setattr(Handler, f"do_{method}", Handler.do_GET)
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     state.port = server.server_address[1]
@@ -207,7 +232,7 @@ def test_other_destinations_are_refused_and_logged(
 def test_streamed_events_pass_as_they_come(model: ModelServer) -> None:
     with ModelProxy(model.url, REAL_KEY) as proxy:
         conn = UnixHTTPConnection(proxy.socket_path, timeout=3)
-        conn.request("POST", "/v1/responses/lockstep", body=b"{}")
+        conn.request("POST", "/v1/responses", body=b"{}", headers={"X-Lockstep": "1"})
         resp = conn.getresponse()
         assert resp.status == 200
         assert resp.getheader("Content-Type") == "text/event-stream"
@@ -275,14 +300,66 @@ def _connect_through(socket_path: Path, target: str) -> bytes:
 
 def test_connect_tunnels_only_to_allowed_hosts(model: ModelServer) -> None:
     with echo_server() as port:
-        with ModelProxy(model.url, REAL_KEY, allowed_hosts=[f"localhost:{port}"]) as proxy:
-            ok = _connect_through(proxy.socket_path, f"localhost:{port}")
-            by_address = _connect_through(proxy.socket_path, f"127.0.0.1:{port}")
-            other_port = _connect_through(proxy.socket_path, f"localhost:{model.port}")
+        with ModelProxy(model.url, REAL_KEY, allowed_hosts=[f"127.0.0.1:{port}"]) as proxy:
+            ok = _connect_through(proxy.socket_path, f"127.0.0.1:{port}")
+            by_name = _connect_through(proxy.socket_path, f"localhost:{port}")
+            other_port = _connect_through(proxy.socket_path, f"127.0.0.1:{model.port}")
             assert proxy.tunnels == 1
         assert ok.startswith(b"HTTP/1.1 200") and ok.endswith(b"ECHO:ping")
-        assert by_address.startswith(b"HTTP/1.1 403")
+        assert by_name.startswith(b"HTTP/1.1 403")
         assert other_port.startswith(b"HTTP/1.1 403")
+
+
+class FakeDNS:
+    """A resolver the job might control: answers from a script, counting the questions."""
+
+    def __init__(self, *answers: list[str]) -> None:
+        self.answers = list(answers)
+        self.asked: list[str] = []
+
+    def __call__(self, host: str, port: int) -> list[tuple[int, Any]]:
+        self.asked.append(host)
+        addresses = self.answers[min(len(self.asked), len(self.answers)) - 1]
+        return [(socket.AF_INET, (a, port)) for a in addresses]
+
+
+def test_a_listed_name_that_resolves_inside_the_host_is_refused(model: ModelServer) -> None:
+    with echo_server() as port:
+        name = f"registry.example:{port}"
+        # Control: once the operator lists the very address, the same tunnel works.
+        dns = FakeDNS(["127.0.0.1"])
+        with ModelProxy(
+            model.url, REAL_KEY, allowed_hosts=[name, f"127.0.0.1:{port}"], resolve=dns
+        ) as proxy:
+            ok = _connect_through(proxy.socket_path, name)
+        assert ok.endswith(b"ECHO:ping") and dns.asked == ["registry.example"]
+        for address, kind in [
+            ("127.0.0.1", b"loopback"),
+            ("169.254.169.254", b"link-local"),  # the cloud metadata service
+            ("10.1.2.3", b"private"),
+            ("100.64.0.1", b"private"),  # carrier-grade NAT
+            ("0.0.0.0", b"reserved"),
+        ]:
+            dns = FakeDNS([address])
+            with ModelProxy(model.url, REAL_KEY, allowed_hosts=[name], resolve=dns) as proxy:
+                refused = _connect_through(proxy.socket_path, name)
+                assert proxy.tunnels == 0 and dns.asked == ["registry.example"]
+            assert refused.startswith(b"HTTP/1.1 403") and kind in refused, refused
+
+
+def test_the_tunnel_connects_to_the_address_it_checked(model: ModelServer) -> None:
+    with echo_server() as port:
+        name = f"registry.example:{port}"
+        # DNS rebinding: a private address among the answers, then a second answer that
+        # would point elsewhere. Only the checked, listed address of the first is used.
+        dns = FakeDNS(["10.9.9.9", "127.0.0.1"], ["192.168.1.1"])
+        with ModelProxy(
+            model.url, REAL_KEY, allowed_hosts=[name, f"127.0.0.1:{port}"], resolve=dns
+        ) as proxy:
+            ok = _connect_through(proxy.socket_path, name)
+            assert proxy.tunnels == 1
+        assert ok.endswith(b"ECHO:ping")
+        assert dns.asked == ["registry.example"]  # resolved once
 
 
 def test_the_socket_belongs_to_the_sandbox_uid_alone(model: ModelServer) -> None:
@@ -372,7 +449,7 @@ def test_a_sandboxed_client_tunnels_to_an_allowed_registry_only(
     box: Any, h: Any, model: ModelServer
 ) -> None:
     with echo_server() as port:
-        allowed, other = f"localhost:{port}", f"localhost:{model.port}"
+        allowed, other = f"127.0.0.1:{port}", f"127.0.0.1:{model.port}"
         with ModelProxy(model.url, REAL_KEY, allowed_hosts=[allowed]) as proxy:
             result = h.confined(
                 ["python3", "-c", TUNNEL_CLIENT, allowed, other], box.work, proxy=proxy.endpoint
@@ -390,3 +467,154 @@ def test_the_relay_does_not_hold_the_jobs_output_open(box: Any, h: Any, model: M
         result = h.confined(["echo", "done"], box.work, proxy=proxy.endpoint, timeout=10)
     assert not result.timed_out and h.text(result.stdout) == "done\n"
     assert os.environ.get("LANDBOT_MODEL_URL") is None  # nothing leaked into the host either
+
+
+# --- only the model's own API gets the key ------------------------------------------------
+
+
+def direct(model: ModelServer, method: str, target: str, headers: dict[str, str]) -> bytes:
+    """The control: the same request straight to the upstream, as a proxy would send it."""
+    conn = http.client.HTTPConnection("127.0.0.1", model.port, timeout=5)
+    try:
+        conn.request(method, target, headers=headers)
+        resp = conn.getresponse()
+        assert resp.status == 200, (method, target)
+        return resp.read()
+    finally:
+        conn.close()
+
+
+ATTACKS = [
+    ("GET", "/v1/files"),
+    ("POST", "/v1/files"),
+    ("DELETE", "/v1/files/file-abc"),
+    ("GET", "/v1/files/file-abc/content"),
+    ("POST", "/v1/uploads"),
+    ("POST", "/v1/fine_tuning/jobs"),
+    ("GET", "/v1/organization/api_keys"),
+    ("POST", "/v1/organization/invites"),
+    ("GET", "/v1/organizations/org-1/api_keys"),  # Anthropic's admin API
+    ("POST", "/v1/batches"),
+    ("POST", "/v1/messages/batches"),
+    ("POST", "/v1/vector_stores"),
+    ("POST", "/v1/assistants"),
+    ("GET", "/v1/responses/resp_123"),  # someone else's stored conversation
+    ("DELETE", "/v1/responses/resp_123"),
+    ("GET", "/v1/responses"),
+    ("PUT", "/v1/responses"),
+    ("PATCH", "/v1/chat/completions"),
+    ("OPTIONS", "/v1/models"),
+    ("PROPFIND", "/v1/models"),
+    ("GET", "/v1/models/gpt-x/../../files"),
+    ("DELETE", "/v1/models/ft:gpt-x:acme"),  # deletes a fine-tuned model
+]
+
+
+def test_only_the_model_calls_get_the_key(model: ModelServer) -> None:
+    with ModelProxy(model.url, REAL_KEY) as proxy:
+        # Controls: each model call an agent makes passes, with the key.
+        for method, target in [
+            ("POST", "/v1/responses"),
+            ("POST", "/v1/chat/completions"),
+            ("POST", "/v1/messages?beta=true"),
+            ("POST", "/v1/messages/count_tokens?beta=true"),
+            ("GET", "/v1/models"),
+            ("GET", "/v1/models?client_version=0.171.0"),
+        ]:
+            status, _ = request(proxy, method, target, body=b"{}" if method == "POST" else None)
+            assert status == 200, target
+        assert [s.path for s in model.seen][-2:] == [
+            "/v1/models",
+            "/v1/models?client_version=0.171.0",
+        ]
+        assert all(s.headers["Authorization"] == f"Bearer {REAL_KEY}" for s in model.seen)
+        model.seen.clear()
+        for method, target in ATTACKS:
+            # Control: the upstream answers this request when it is reached.
+            direct(model, method, target, {"Authorization": "Bearer x"})
+            assert len(model.seen) == 1 and model.seen[0].method == method
+            model.seen.clear()
+            status, body = request(proxy, method, target, {"Authorization": "Bearer x"})
+            assert status in (403, 405), (method, target)
+            assert body.startswith(b"landbot proxy: refused: ") and body.count(b"\n") == 1
+            assert model.seen == [], (method, target)  # the upstream saw nothing
+        assert len(proxy.refused) == len(ATTACKS)
+
+
+def test_trace_would_echo_the_key_and_is_refused(model: ModelServer) -> None:
+    # Control: reached, the upstream echoes the request, the key with it.
+    echo = direct(model, "TRACE", "/v1/models", {"Authorization": f"Bearer {REAL_KEY}"})
+    assert REAL_KEY.encode() in echo
+    model.seen.clear()
+    with ModelProxy(model.url, REAL_KEY) as proxy:
+        status, body = request(proxy, "TRACE", "/v1/models")
+        refused = [r.method for r in proxy.refused]
+    assert status == 405 and b"TRACE" in body and REAL_KEY.encode() not in body
+    assert refused == ["TRACE"] and model.seen == []
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/v1/%66iles",
+        "/v1/%46ILES",
+        "/v1/responses/../files",
+        "/v1/responses/%2e%2e/files",
+        "/v1/responses%2f..%2ffiles",
+        "/v1/%252e%252e/files",  # encoded twice
+        "/v1/responses/..;/files",
+        "/v1//files",
+        "/v1/files/",
+        "/v1/files;jsessionid=1",
+        "/V1/FILES",
+        "/v1/responses\\..\\files",
+        "/v1/responses%00",
+        "/v1/responses?purpose=fine-tune&x=1",  # a query no model call uses
+        "/v1/responses#frag",
+    ],
+)
+def test_path_tricks_do_not_reach_other_endpoints(model: ModelServer, target: str) -> None:
+    with ModelProxy(model.url, REAL_KEY) as proxy:
+        status, body = request(proxy, "POST", target, body=b"{}")
+        assert status in (403, 405) and b"refused" in body, target
+        assert len(proxy.refused) == 1
+    assert model.seen == []
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["/v1//responses", "/v1/responses/", "/v1/Responses", "/v1/respons%65s", "/v1/responses;x"],
+)
+def test_spellings_of_a_model_call_reach_it_as_one_path(model: ModelServer, target: str) -> None:
+    # The control of the test above: the same tricks on an allowed call are forwarded, and
+    # the upstream sees only the canonical path, never the spelling that was matched.
+    with ModelProxy(model.url, REAL_KEY) as proxy:
+        status, _ = request(proxy, "POST", target, body=b"{}")
+    assert status == 200
+    assert [s.path for s in model.seen] == ["/v1/responses"]
+
+
+def test_an_upstream_that_echoes_the_key_gets_it_scrubbed(model: ModelServer) -> None:
+    # Control: straight to the upstream, the echo carries the key (in the body and header).
+    conn = http.client.HTTPConnection("127.0.0.1", model.port, timeout=5)
+    conn.request("POST", "/v1/responses", b"{}", {"X-Echo": "1", "Authorization": REAL_KEY})
+    control = conn.getresponse()
+    assert REAL_KEY.encode() in control.read() and control.getheader("X-Seen-Auth") == REAL_KEY
+    conn.close()
+    with ModelProxy(model.url, REAL_KEY) as proxy:
+        c = UnixHTTPConnection(proxy.socket_path)
+        c.request("POST", "/v1/responses", b"{}", {"X-Echo": "1"})
+        resp = c.getresponse()
+        body, seen_auth = resp.read(), resp.getheader("X-Seen-Auth") or ""
+        c.close()
+    assert model.seen[-1].headers["Authorization"] == f"Bearer {REAL_KEY}"  # it was sent
+    assert REAL_KEY.encode() not in body and REAL_KEY not in seen_auth
+    assert f"Bearer {KEY_PLACEHOLDER}".encode() in body and seen_auth.endswith(KEY_PLACEHOLDER)
+
+
+def test_one_provider_api_narrows_the_calls(model: ModelServer) -> None:
+    with ModelProxy(model.url, REAL_KEY, api="anthropic") as proxy:
+        assert request(proxy, "POST", "/v1/messages?beta=true", body=b"{}")[0] == 200
+        assert request(proxy, "POST", "/v1/responses", body=b"{}")[0] == 403
+        assert request(proxy, "POST", "/v1/chat/completions", body=b"{}")[0] == 403
+    assert [s.path for s in model.seen] == ["/v1/messages?beta=true"]

@@ -32,6 +32,19 @@ What each attempt depends on (the mutation check in the report removed each in t
 | fork beyond the pids cap                        | pids cgroup                                 |
 | open the supervisor's terminal (TIOCSTI)        | `--new-session` or the launcher's own       |
 |                                                 | session: both must go                       |
+| read a secret kept in /etc (/etc/landbot/...)   | /etc allowlist (etc.py), no `/etc` bind     |
+| read the host's accounts, shadow, resolv.conf   | generated passwd/group/hosts/nsswitch       |
+| see the App key / store through a bound path    | `hidden` check before start (check_hidden)  |
+| keyctl, io_uring, bpf, perf, userfaultfd,       | seccomp filter (seccomp.py), EPERM          |
+| ptrace, mount API, unshare/clone(NEW*), ...     |                                             |
+| the same through i386 syscalls (int 0x80)       | compat arch in the same filter              |
+| AF_VSOCK / AF_ALG sockets (past the netns)      | seccomp socket family rule                  |
+| read keys of the supervisor's session keyring   | new session keyring (limits.keyring_argv)   |
+| burn every core                                 | cpu cgroup quota (nr_throttled counted)     |
+| fill the host's memory through /tmp or HOME     | `--size` on both tmpfs                      |
+| grow landbot's memory through output            | bounded tail (TailBuffer)                   |
+| escape sequences to the operator's terminal     | TerminalSink (terminal_safe), in cli tests  |
+| read the operator's terminal as stdin           | /dev/null unless `--stdin` (cli tests)      |
 
 The allowed actions (write the work tree and $TMPDIR, `git commit`, run python3) are tested
 too, so no refusal passes because everything was refused.
@@ -44,6 +57,7 @@ import fcntl
 import os
 import pty
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -57,6 +71,7 @@ from typing import Any
 
 import pytest
 
+from landbot.errors import LandbotError
 from landbot.sandbox.cgroups import job_cgroup_parents, sweep_stale
 from landbot.sandbox.env import EnvRefused
 from landbot.sandbox.runner import SandboxResult, run_sandboxed
@@ -671,3 +686,419 @@ def test_a_hard_link_to_an_outside_file_is_not_chowned(box: Any, h: Any) -> None
     run_sandboxed(["true"], box.work, timeout=30, memory_mb=256)
     assert outside.stat().st_uid == 0
     assert (box.work / "README.md").stat().st_uid == h.uid  # the control: others were chowned
+
+
+# --- /etc: an allowlist, not the host's folder ---------------------------------------------
+
+
+@contextlib.contextmanager
+def planted_etc() -> Iterator[dict[str, Path]]:
+    """A world-readable secret file and an App-key folder in the host's /etc, as an operator
+    following the README would keep them."""
+    tag = secrets.token_hex(4)
+    conf = Path(f"/etc/landbot-test-secret-{tag}.conf")
+    folder = Path(f"/etc/landbot-test-{tag}")
+    conf.write_text("ETC-SECRET-CONF\n")
+    folder.mkdir()
+    (folder / "app.pem").write_text("ETC-APP-KEY\n")
+    for p in (conf, folder / "app.pem"):
+        os.chmod(p, 0o644)
+    os.chmod(folder, 0o755)
+    try:
+        yield {"conf": conf, "folder": folder, "key": folder / "app.pem"}
+    finally:
+        conf.unlink()
+        shutil.rmtree(folder)
+
+
+def test_etc_shows_only_the_allowlist(box: Any, h: Any) -> None:
+    with planted_etc() as planted:
+        probe = [
+            "sh",
+            "-c",
+            f"echo ETC-PROBE-RAN; cat {planted['conf']} {planted['key']}; "
+            "ls /etc/shadow /etc/gshadow /etc/sudoers /etc/ssh /etc/ssl/private /etc/machine-id"
+            " /etc/resolv.conf /etc/pip.conf /etc/gitconfig /etc/npmrc 2>&1; true",
+        ]
+        control = h.unconfined(probe, box.work)
+        assert "ETC-SECRET-CONF" in control.stdout and "ETC-APP-KEY" in control.stdout
+        names = ("shadow", "gshadow", "ssl/private", "machine-id", "resolv.conf", "pip.conf")
+        present = [n for n in names if os.path.lexists(f"/etc/{n}")]
+        assert "shadow" in present
+        for name in present:
+            assert f"/etc/{name}" in control.stdout, name  # listed (or denied), not missing
+            assert f"/etc/{name}': No such file" not in control.stdout
+
+        result = h.confined(probe, box.work)
+        out = h.text(result.stdout)
+        assert "ETC-PROBE-RAN" in out
+        assert "ETC-SECRET-CONF" not in out and "ETC-APP-KEY" not in out
+        for name in present:
+            assert f"/etc/{name}': No such file" in out, (name, out)
+        # An operator who needs a file lists it: then (and only then) it shows.
+        listed = h.confined(["cat", str(planted["conf"])], box.work, etc=[planted["conf"].name])
+        assert listed.returncode == 0 and "ETC-SECRET-CONF" in h.text(listed.stdout)
+
+
+def test_the_generated_accounts_are_the_sandboxs_own(box: Any, h: Any) -> None:
+    control = h.unconfined(["getent", "passwd"], box.work)
+    assert len(control.stdout.splitlines()) > 3  # the host's accounts (nobody, daemons...)
+
+    result = h.confined(["sh", "-c", "getent passwd; getent group; id; whoami"], box.work)
+    assert result.returncode == 0, h.text(result.stderr)
+    lines = h.text(result.stdout).splitlines()
+    users = [line.split(":")[0] for line in lines if line.count(":") == 6]
+    assert users == ["root", "landbot"]
+    assert f"uid={h.uid}(landbot)" in h.text(result.stdout)
+    assert lines[-1] == "landbot"
+
+
+def test_a_toolchain_works_with_the_etc_allowlist(box: Any, h: Any) -> None:
+    script = (
+        "set -e\n"
+        "python3 -c 'import ssl, getpass, socket, mimetypes; ssl.create_default_context();"
+        ' print("py", getpass.getuser(), socket.getservbyname("https"),'
+        ' mimetypes.guess_type("a.json")[0])\'\n'
+        "echo x >> README.md && git commit -qam 'works' && git log --format=%s -1\n"
+        "getent hosts landbot-sandbox | cut -c1-9\n"
+        "test -s /etc/ssl/certs/ca-certificates.crt && echo certs\n"
+        "ls -l /etc/os-release | grep -q -- '->' && cat /etc/os-release | grep -c ID= \n"
+    )
+    result = h.confined(["sh", "-c", script], box.work)
+    assert result.returncode == 0, h.text(result.stderr)
+    out = h.text(result.stdout).split()
+    assert out[:4] == ["py", "landbot", "443", "application/json"]
+    assert out[4:][:2] == ["works", "127.0.0.1"] and "certs" in out
+
+
+# --- host secrets: refused before the job starts -------------------------------------------
+
+
+def test_a_job_that_would_see_a_host_secret_is_refused(box: Any, h: Any) -> None:
+    # Control: the operator's read-only path holds the App key, and the job reads it.
+    control = h.confined(["cat", str(box.app_key)], box.work, extra_ro_paths=[box.secrets])
+    assert control.returncode == 0 and "APP-KEY-SECRET" in h.text(control.stdout)
+
+    with pytest.raises(LandbotError) as err:
+        h.confined(["touch", "ran"], box.work, extra_ro_paths=[box.secrets], hidden=[box.app_key])
+    assert f"{box.app_key} would be visible inside the sandbox through {box.secrets}" in str(
+        err.value
+    )
+    assert "\n" not in str(err.value) and not (box.work / "ran").exists()
+    # The same key hidden, nothing exposing it: the job runs.
+    ok = h.confined(["touch", "ran"], box.work, hidden=[box.app_key, box.db])
+    assert ok.returncode == 0 and (box.work / "ran").exists()
+
+
+def test_a_host_secret_in_an_allowed_etc_entry_or_the_work_tree_is_refused(
+    box: Any, h: Any
+) -> None:
+    with planted_etc() as planted:
+        name = planted["folder"].name
+        control = h.confined(["cat", str(planted["key"])], box.work, etc=[name])
+        assert "ETC-APP-KEY" in h.text(control.stdout)
+        with pytest.raises(LandbotError, match="would be visible inside the sandbox"):
+            h.confined(["true"], box.work, etc=[name], hidden=[planted["key"]])
+    store = box.work / "sub" / "landbot.db"
+    store.parent.mkdir()
+    store.write_text("DB\n")
+    link = box.root / "db-link"
+    link.symlink_to(store)  # named through a symlink: compared by realpath
+    with pytest.raises(LandbotError, match=f"through {box.work}"):
+        h.confined(["true"], box.work, hidden=[link])
+
+
+# --- the kernel surface: seccomp ----------------------------------------------------------
+
+SYSCALL_PROBE = r"""
+import ctypes, json, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+sc = ctypes.CDLL("libseccomp.so.2")
+sc.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+buf = ctypes.create_string_buffer(4096)
+def arg(a):
+    if a == "BUF":
+        return ctypes.c_long(ctypes.addressof(buf))
+    if a == "PID":
+        return ctypes.c_long(os.getpid())
+    return ctypes.c_char_p(a.encode()) if isinstance(a, str) else ctypes.c_long(a)
+for label, name, args in json.loads(sys.argv[1]):
+    nr = sc.seccomp_syscall_resolve_name(name.encode())
+    ctypes.memset(buf, 0, 4096)
+    pid = os.fork()
+    if pid == 0:  # each call in a child of its own: no side effect reaches the next
+        ctypes.set_errno(0)
+        r = libc.syscall(ctypes.c_long(nr), *[arg(a) for a in args])
+        os._exit(ctypes.get_errno() if r == -1 else 0)
+    _, status = os.waitpid(pid, 0)
+    print("PROBE", label, os.waitstatus_to_exitcode(status), flush=True)
+print("PROBE-RAN", flush=True)
+"""
+EPERM, ENOSYS, EAFNOSUPPORT = 1, 38, 97
+CLONE_NEWUSER, SIGCHLD = 0x10000000, 17
+# (syscall, arguments, control as root?, errno inside). Arguments are harmless: invalid
+# paths, descriptors or magic numbers, so even root's control changes nothing.
+SYSCALLS: list[tuple[str, list[Any], bool, int]] = [
+    ("keyctl", [0, -3, 1], False, EPERM),  # KEYCTL_GET_KEYRING_ID of @s
+    ("add_key", ["user", "landbot-probe", "x", 1, -2], False, EPERM),
+    ("request_key", ["user", "landbot-probe-missing", 0, 0], False, EPERM),
+    ("io_uring_setup", [1, "BUF"], False, EPERM),
+    ("io_uring_enter", [-1, 0, 0, 0, 0, 0], False, EPERM),
+    ("io_uring_register", [-1, 0, 0, 0], False, EPERM),
+    ("bpf", [1000, 0, 0], True, EPERM),
+    ("perf_event_open", [0, 0, -1, -1, 0], False, EPERM),
+    ("userfaultfd", [1], False, EPERM),  # UFFD_USER_MODE_ONLY: allowed unprivileged
+    ("ptrace", [12, 999999, 0, 0], False, EPERM),  # PTRACE_GETREGS of no process
+    ("process_vm_readv", ["PID", 0, 0, 0, 0, 0], False, EPERM),
+    ("process_vm_writev", ["PID", 0, 0, 0, 0, 0], False, EPERM),
+    ("kexec_load", [0, 1000, 0, 0xFFFF0000], True, EPERM),
+    ("kexec_file_load", [-1, -1, 0, 0, 0xFFFF], True, EPERM),
+    ("init_module", [0, 0, ""], True, EPERM),
+    ("finit_module", [-1, "", 0], True, EPERM),
+    ("delete_module", ["landbot_no_such_module", 0], True, EPERM),
+    ("mount", ["none", "/nonexistent-landbot", "tmpfs", 0, 0], True, EPERM),
+    ("umount2", ["/nonexistent-landbot", 0], True, EPERM),
+    ("pivot_root", ["/nonexistent-landbot", "/nonexistent-landbot"], True, EPERM),
+    ("open_tree", [-100, "/nonexistent-landbot", 0], True, EPERM),
+    ("move_mount", [-1, "", -1, "", 0], True, EPERM),
+    ("fsopen", ["landbot-no-such-fs", 0], True, EPERM),
+    ("fsconfig", [-1, 0, 0, 0, 0], False, EPERM),
+    ("fsmount", [-1, 0, 0], True, EPERM),
+    ("fspick", [-100, "/nonexistent-landbot", 0], True, EPERM),
+    ("mount_setattr", [-1, "", 0, 0, 0], False, EPERM),
+    ("unshare", [CLONE_NEWUSER], False, EPERM),
+    ("setns", [-1, 0], False, EPERM),
+    ("clone", [CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0], False, EPERM),
+    ("clone3", [0, 0], False, ENOSYS),
+    ("swapon", ["/nonexistent-landbot", 0], True, EPERM),
+    ("swapoff", ["/nonexistent-landbot"], True, EPERM),
+    ("reboot", [0, 0, 0, 0], True, EPERM),  # wrong magic: EINVAL for root
+    ("acct", ["/nonexistent-landbot"], True, EPERM),
+    ("open_by_handle_at", [-1, "BUF", 0], True, EPERM),
+    ("name_to_handle_at", [-100, "/", "BUF", "BUF", 0], False, EPERM),
+    ("syslog", [10, 0, 0], True, EPERM),  # SYSLOG_ACTION_SIZE_BUFFER
+    ("personality", [0x0040000], False, EPERM),  # ADDR_NO_RANDOMIZE
+    ("socket", [38, 5, 0], False, EAFNOSUPPORT),  # AF_ALG
+    ("socket", [40, 1, 0], False, EAFNOSUPPORT),  # AF_VSOCK: the hypervisor, past netns
+]
+
+
+def _label(i: int) -> str:
+    return f"{SYSCALLS[i][0]}#{i}"
+
+
+def _probe(h: Any, work: Path, indices: list[int], **kw: Any) -> dict[str, int]:
+    """label -> errno of each probed call (0: it succeeded)."""
+    import json
+
+    calls = json.dumps([[_label(i), SYSCALLS[i][0], SYSCALLS[i][1]] for i in indices])
+    argv = ["python3", "-c", SYSCALL_PROBE, calls]
+    if kw.pop("confined", False):
+        result = h.confined(argv, work)
+        out, err = h.text(result.stdout), h.text(result.stderr)
+    else:
+        done = h.unconfined(argv, work, **kw)
+        out, err = done.stdout, done.stderr
+    assert "PROBE-RAN" in out, err  # the marker: the probe itself ran to its end
+    return {p[1]: int(p[2]) for p in (line.split() for line in out.splitlines()) if len(p) == 3}
+
+
+def test_kernel_surfaces_a_build_never_needs_are_denied(box: Any, h: Any) -> None:
+    everything = list(range(len(SYSCALLS)))
+    controls = _probe(h, box.work, [i for i in everything if not SYSCALLS[i][2]])
+    controls |= _probe(h, box.work, [i for i in everything if SYSCALLS[i][2]], as_root=True)
+    for i in everything:
+        if SYSCALLS[i][0] == "socket" and controls[_label(i)] == EAFNOSUPPORT:
+            print(f"note: this kernel has no address family {SYSCALLS[i][1][0]}: no control")
+            del controls[_label(i)]
+    # ENOSYS unconfined: this kernel lacks the call (no kexec, no modules); inside it must
+    # still be EPERM, which only the filter answers.
+    refused = {
+        _label(i): controls[_label(i)]
+        for i in everything
+        if controls.get(_label(i)) in (EPERM, SYSCALLS[i][3])
+    }
+    assert not refused, f"controls refused unconfined: {refused}"
+
+    inside = _probe(h, box.work, everything, confined=True)
+    wrong = {
+        _label(i): inside.get(_label(i))
+        for i in everything
+        if inside.get(_label(i)) != SYSCALLS[i][3]
+    }
+    assert not wrong, f"not denied inside (label: errno): {wrong}"
+
+
+def test_the_job_runs_under_a_seccomp_filter(box: Any, h: Any) -> None:
+    control = h.unconfined(["grep", "^Seccomp:", "/proc/self/status"], box.work)
+    assert control.stdout.split() == ["Seccomp:", "0"]
+    result = h.confined(["grep", "^Seccomp:", "/proc/self/status"], box.work)
+    assert h.text(result.stdout).split() == ["Seccomp:", "2"]
+
+
+def test_a_32_bit_program_meets_the_same_filter(box: Any, h: Any) -> None:
+    """i386 syscalls (int 0x80) from a 64-bit process: keyctl is 288 there."""
+    code = (
+        "import ctypes, mmap\n"
+        # mov eax,288; mov ebx,0; mov ecx,-3; mov edx,1; int 0x80; ret
+        "sc = bytes.fromhex('b820010000bb00000000b9fdffffffba01000000cd80c3')\n"
+        "m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)\n"
+        "m.write(sc)\n"
+        "f = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(m)))\n"
+        "print('I386', f())\n"
+    )
+    if os.uname().machine != "x86_64":
+        pytest.skip("the i386 compat probe is x86_64 machine code")
+    control = h.unconfined(["python3", "-c", code], box.work)
+    assert control.returncode == 0 and int(control.stdout.split()[1]) > 0  # a keyring id
+
+    result = h.confined(["python3", "-c", code], box.work)
+    assert h.text(result.stdout).split() == ["I386", str(-EPERM)], h.text(result.stderr)
+
+
+# --- the session keyring -------------------------------------------------------------------
+
+KEYRING_HOST = r"""
+import ctypes, os, subprocess, sys
+from pathlib import Path
+libc = ctypes.CDLL(None, use_errno=True)
+tag = sys.argv[2]
+# A session keyring of this test's own (the pytest process's is left alone), holding a key
+# the way an operator's login session or an agent's credential helper would.
+assert libc.syscall(250, 1, b"landbot-test-session") > 0
+assert libc.syscall(248, b"user", f"landbot-planted-{tag}".encode(), b"SECRET", 6, -3) > 0
+if sys.argv[1] == "control":
+    out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                          "cat", "/proc/keys"], capture_output=True, text=True).stdout
+else:
+    from landbot.sandbox.runner import run_sandboxed
+    r = run_sandboxed(["sh", "-c", "echo KEYS-RAN; cat /proc/keys"], Path(sys.argv[3]),
+                      timeout=30, memory_mb=256, capture=True)
+    out = r.stdout.decode()
+print(out)
+"""
+
+# The keyring alone, behind an allow-all seccomp program (one BPF instruction: RET ALLOW),
+# since the real filter denies keyctl and would hide whether the keyring is new.
+KEYRING_LAYER = r"""
+import ctypes, os, struct, sys
+from pathlib import Path
+import landbot.sandbox.runner as runner
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.syscall(250, 1, b"landbot-test-session") > 0  # KEYCTL_JOIN_SESSION_KEYRING
+print("HOST", libc.syscall(250, 0, -3, 0))  # KEYCTL_GET_KEYRING_ID of @s
+def allow_all():
+    fd = os.memfd_create("allow-all")
+    os.write(fd, struct.pack("HBBI", 0x06, 0, 0, 0x7FFF0000))
+    os.lseek(fd, 0, 0)
+    return fd
+runner.program_fd = allow_all
+probe = "import ctypes; print('JOB', ctypes.CDLL(None).syscall(250, 0, -3, 0))"
+r = runner.run_sandboxed(["python3", "-c", probe], Path(sys.argv[1]), timeout=30,
+                         memory_mb=256, capture=True)
+print(r.stdout.decode(), r.stderr.decode())
+"""
+
+
+def test_the_supervisors_session_keyring_is_not_the_jobs(box: Any, h: Any) -> None:
+    if os.uname().machine != "x86_64":
+        pytest.skip("the probe uses x86_64 syscall numbers")
+    tag = secrets.token_hex(4)
+    control = subprocess.run(
+        [sys.executable, "-c", KEYRING_HOST, "control", tag],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert f"landbot-planted-{tag}" in control.stdout, control.stderr
+
+    confined = subprocess.run(
+        [sys.executable, "-c", KEYRING_HOST, "confined", tag, str(box.work)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "KEYS-RAN" in confined.stdout, confined.stderr
+    assert f"landbot-planted-{tag}" not in confined.stdout
+    assert "_ses" in confined.stdout  # the job's own, new session keyring
+
+    # The keyring step on its own: the job's session keyring is another one than the
+    # supervisor's (without the step, the job inherits the same serial).
+    layer = subprocess.run(
+        [sys.executable, "-c", KEYRING_LAYER, str(box.work)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    found = dict(
+        line.split()[:2] for line in layer.stdout.splitlines() if line.startswith(("HOST", "JOB"))
+    )
+    assert set(found) == {"HOST", "JOB"}, layer.stdout + layer.stderr
+    assert int(found["HOST"]) > 0 and int(found["JOB"]) > 0
+    assert found["JOB"] != found["HOST"]
+
+
+# --- caps: CPU, /tmp, output ------------------------------------------------------------
+
+
+BURN = "n = 0\nfor i in range(6_000_000):\n    n += i\nprint('burned')\n"
+
+
+def test_a_cpu_burning_job_gets_at_most_its_quota(box: Any, h: Any) -> None:
+    # Control: a cap above what one thread can use is never reached.
+    control = h.confined(["python3", "-c", BURN], box.work, cpus=4)
+    assert "burned" in h.text(control.stdout)
+    assert control.cpu_throttled == 0 and (control.cpu_periods or 0) > 0
+
+    result = h.confined(["python3", "-c", BURN], box.work, cpus=0.2)
+    assert "burned" in h.text(result.stdout)
+    assert (result.cpu_throttled or 0) > 0, result
+
+
+def test_the_private_tmp_and_home_are_size_capped(box: Any, h: Any) -> None:
+    fill = "head -c 20000000 /dev/zero > {}/fill && echo FILLED-{}"
+    script = f"echo TMP-RAN; {fill.format('$TMPDIR', 'tmp')}; {fill.format('$HOME', 'home')}"
+    control = h.confined(["sh", "-c", script], box.work, tmp_mb=64)
+    assert h.text(control.stdout).split() == ["TMP-RAN", "FILLED-tmp", "FILLED-home"]
+
+    result = h.confined(["sh", "-c", script], box.work, tmp_mb=8)
+    assert h.text(result.stdout).split() == ["TMP-RAN"]
+    assert h.text(result.stderr).count("No space left on device") == 2
+
+
+OUTPUT_HOST = r"""
+import subprocess, sys
+from pathlib import Path
+from landbot.sandbox.runner import run_sandboxed
+def hwm():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+before = hwm()
+job = ["sh", "-c", "yes | head -c 200000000; echo '{\"verdict\": \"fixed\"}'"]
+if sys.argv[1] == "control":  # the old way: communicate() keeps everything
+    out = subprocess.run(job, capture_output=True).stdout
+    kept, dropped = len(out), 0
+else:
+    r = run_sandboxed(job, Path(sys.argv[2]), timeout=120, memory_mb=256, capture=True)
+    out, kept, dropped = r.stdout, len(r.stdout), r.stdout_dropped
+print(hwm() - before, kept, dropped, out.splitlines()[-1].decode())
+"""
+
+
+def test_a_flood_of_output_does_not_grow_landbots_memory(box: Any, h: Any) -> None:
+    control = subprocess.run(
+        [sys.executable, "-c", OUTPUT_HOST, "control"], capture_output=True, text=True
+    )
+    grew, kept, _, last = control.stdout.split(maxsplit=3)
+    assert int(grew) > 150_000_000 and int(kept) > 200_000_000, control.stderr
+
+    confined = subprocess.run(
+        [sys.executable, "-c", OUTPUT_HOST, "confined", str(box.work)],
+        capture_output=True,
+        text=True,
+    )
+    grew, kept, dropped, last = confined.stdout.split(maxsplit=3)
+    assert int(grew) < 8_000_000, confined.stdout[:200]
+    assert int(kept) == 1 << 20 and int(kept) + int(dropped) == 200_000_000 + 21
+    assert last.strip() == '{"verdict": "fixed"}'  # the tail holds the verdict line

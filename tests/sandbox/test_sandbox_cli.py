@@ -61,9 +61,54 @@ def test_output_passes_through_and_the_exit_code_is_the_commands(box: Any, landb
     assert (out.returncode, out.stdout, out.stderr) == (7, "out\n", "err\n")
 
 
-def test_input_passes_through(box: Any, landbot: Any) -> None:
-    out = landbot("--workdir", str(box.work), "--", "cat", input="hello\n")
-    assert (out.returncode, out.stdout) == (0, "hello\n")
+def test_input_is_dev_null_unless_asked_for(box: Any, landbot: Any) -> None:
+    asked = landbot("--workdir", str(box.work), "--stdin", "--", "cat", input="hello\n")
+    assert (asked.returncode, asked.stdout) == (0, "hello\n")  # the control
+
+    out = landbot(
+        "--workdir", str(box.work), "--", "sh", "-c", "echo STDIN-RAN; cat", input="hello\n"
+    )
+    assert (out.returncode, out.stdout) == (0, "STDIN-RAN\n")
+
+
+# Sequences a job could send to the operator's terminal: set the title, move the cursor,
+# clear the screen, a C1 CSI, and one split across two writes (the job sleeps between).
+HOSTILE_OUTPUT = (
+    "printf 'A\\033]0;PWNED-TITLE\\007B\\033[2J\\033[HC\\302\\233D\\n'; "
+    "printf 'E\\033'; sleep 0.2; printf '[31mF\\n'; printf 'G\\033[1;31mH\\n' >&2"
+)
+
+
+def _on_a_terminal(argv: list[str]) -> bytes:
+    import pty
+
+    master, slave = pty.openpty()
+    base = {k: v for k, v in os.environ.items() if not k.startswith("LANDBOT_")}
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=base)
+    os.close(slave)
+    out = b""
+    try:
+        while chunk := os.read(master, 4096):
+            out += chunk
+    except OSError:
+        pass
+    proc.wait(timeout=60)
+    os.close(master)
+    return out
+
+
+def test_escape_sequences_never_reach_the_operators_terminal(box: Any) -> None:
+    argv = [LANDBOT, "sandbox", "run", "--workdir", str(box.work), "--", "sh", "-c"]
+    # Control: through a pipe (not a terminal) the bytes pass through untouched.
+    piped = subprocess.run([*argv, HOSTILE_OUTPUT], capture_output=True, timeout=60)
+    assert b"\x1b]0;PWNED-TITLE\x07" in piped.stdout and b"\x1b[31m" in piped.stdout
+
+    out = _on_a_terminal([*argv, HOSTILE_OUTPUT])
+    assert b"\x1b" not in out and b"\xc2\x9b" not in out and b"\x07" not in out, out
+    assert b"PWNED-TITLE" in out or b"AB" in out  # the text itself got through
+    text = out.replace(b"\r\n", b"\n")
+    assert b"ABCD\n" in text.replace(b"PWNED-TITLE", b"") and b"EF\n" in text
+    assert b"GH\n" in text  # stderr too
 
 
 def test_a_timeout_is_124_with_one_line(box: Any, landbot: Any) -> None:

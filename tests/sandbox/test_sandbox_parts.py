@@ -112,7 +112,7 @@ def test_trusted_variables_are_the_runners_own() -> None:
 
 PLAN = bw.MountPlan(
     workdir="/tmp/jobs/42/work",
-    system=(bw.SystemPath("/usr"), bw.SystemPath("/bin", "usr/bin"), bw.SystemPath("/etc")),
+    system=(bw.SystemPath("/usr"), bw.SystemPath("/bin", "usr/bin")),
     read_only=("/opt/node",),
     protected=("/tmp/jobs/42/work/.git/hooks", "/tmp/jobs/42/work/.git/config"),
     pinned=("/tmp/jobs/42/work/.git",),
@@ -135,7 +135,6 @@ def test_bwrap_argv_in_order() -> None:
     order = [
         "--ro-bind /usr /usr",
         "--symlink usr/bin /bin",
-        "--ro-bind /etc /etc",
         "--proc /proc --dev /dev",
         "--tmpfs /tmp",
         "--tmpfs /home/sandbox",
@@ -304,6 +303,14 @@ def test_v2_limits_and_oom_on_a_fake_tree(fake_v2: Path) -> None:
     assert (d / "memory.max").read_text() == str(100 * 1024 * 1024)
     assert (d / "pids.max").read_text() == "64"
     assert (d.parent / "cgroup.subtree_control").read_text() == "+memory +pids"
+    with_cpu = create_job_cgroup(
+        1 << 20,
+        8,
+        cpus=1.5,
+        mountinfo=f"25 20 0:22 / {fake_v2} rw - cgroup2 cgroup2 rw\n",
+        proc_cgroup="0::/landbot.service\n",
+    )
+    assert (with_cpu.dirs[0] / "cpu.max").read_text() == "150000 100000"
     assert job.oom_kills() == 0
     (d / "memory.events").write_text("low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\n")
     (d / "memory.peak").write_text("104857600\n")
@@ -401,11 +408,141 @@ def test_result_exit_codes() -> None:
 def test_sandbox_defaults_match_the_settings_model() -> None:
     d = SandboxSettings()
     assert sandbox_settings.SandboxOptions() == sandbox_settings.SandboxOptions(
-        uid=d.uid, gid=d.gid, read_only=tuple(d.read_only)
+        uid=d.uid,
+        gid=d.gid,
+        read_only=tuple(d.read_only),
+        etc=tuple(d.etc),
+        cpus=d.cpus,
+        tmp_mb=d.tmp_mb,
+        disk_mb=d.disk_mb,
     )
-    from landbot.config import DEFAULT_CONFIG_FILE
+    from landbot.config import DEFAULT_CONFIG_FILE, FixerSettings
+    from landbot.sandbox import runner
 
     assert sandbox_settings.DEFAULT_CONFIG_FILE == DEFAULT_CONFIG_FILE
+    assert Settings.model_fields["database_url"].default == sandbox_settings.DEFAULT_DATABASE_URL
+    assert FixerSettings().state_dir == sandbox_settings.DEFAULT_STATE_DIR
+    assert (d.cpus, d.tmp_mb) == (runner.DEFAULT_CPUS, runner.DEFAULT_TMP_MB)
+
+
+@pytest.mark.parametrize(
+    ("url", "paths"),
+    [
+        ("sqlite:///./landbot.db", ["landbot.db", "landbot.db-journal", "landbot.db-wal"]),
+        ("sqlite:////var/lib/landbot/l.db", ["/var/lib/landbot/l.db"]),
+        ("sqlite://", []),
+        ("postgresql://bot:pw@db.internal/landbot", []),  # TCP: nothing on this host to hide
+        ("postgresql://bot@/landbot?host=/var/run/postgresql", ["/var/run/postgresql"]),
+        ("postgresql+psycopg://bot@%2Frun%2Fpg/landbot", ["/run/pg"]),
+    ],
+)
+def test_the_store_a_database_url_names(url: str, paths: list[str]) -> None:
+    got = [str(p) for p in sandbox_settings.database_paths(url)]
+    assert all(p in got for p in paths) and (paths or not got)
+
+
+def test_host_secrets_lists_key_config_store_and_state(tmp_path: Path) -> None:
+    key, cfg, db, state = (tmp_path / n for n in ("app.pem", "l.toml", "l.db", "state"))
+    for f in (key, cfg, db):
+        f.write_text("x")
+    state.mkdir()
+    settings = Settings.model_validate(
+        {
+            "github": {"private_key_file": key},
+            "database_url": f"sqlite:///{db}",
+            "fixer": {"state_dir": state},
+        }
+    )
+    assert set(sandbox_settings.host_secrets(settings, cfg)) == {key, cfg, db, state}
+    key.unlink()  # what does not exist cannot be seen
+    assert key not in sandbox_settings.host_secrets(settings, cfg)
+
+
+def test_the_etc_plan_is_an_allowlist_plus_generated_files(tmp_path: Path) -> None:
+    from landbot.sandbox.etc import plan_etc
+
+    for name in ("ld.so.cache", "shadow", "pip.conf"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "python3.11").mkdir()
+    (tmp_path / "ssl" / "private").mkdir(parents=True)
+    (tmp_path / "ssl" / "certs").mkdir()
+    (tmp_path / "os-release").symlink_to("../usr/lib/os-release")
+    plan = plan_etc((), 65534, 65534, etc=str(tmp_path))
+    shown = {e.path: e.symlink for e in plan.entries}
+    assert shown == {
+        "/etc/ld.so.cache": None,
+        "/etc/python3.11": None,
+        "/etc/ssl/certs": None,
+        "/etc/os-release": "../usr/lib/os-release",
+    }
+    files = dict(plan.files)
+    assert files["/etc/passwd"].decode().splitlines()[1].startswith("landbot:x:65534:65534:")
+    assert b"files" in files["/etc/nsswitch.conf"] and b"ldap" not in files["/etc/nsswitch.conf"]
+    extra = plan_etc(("pip.conf",), 1000, 1000, etc=str(tmp_path))
+    assert "/etc/pip.conf" in {e.path for e in extra.entries}
+    assert b"nobody:x:65534" in dict(extra.files)["/etc/passwd"]
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("/etc/x", "a name under /etc"),
+        ("../root", "a name under /etc"),
+        ("a/../b", "a name"),
+        ("passwd", "generated"),
+        ("missing.conf", "does not exist"),
+    ],
+)
+def test_bad_etc_entries_are_one_line(tmp_path: Path, name: str, why: str) -> None:
+    from landbot.sandbox.etc import plan_etc
+
+    with pytest.raises(LandbotError) as err:
+        plan_etc((name,), 65534, 65534, etc=str(tmp_path))
+    assert why in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_tail_buffer_keeps_the_end_and_counts_the_rest() -> None:
+    from landbot.sandbox.runner import TailBuffer
+
+    tail = TailBuffer(10)
+    for i in range(100):
+        tail.write(b"%03d" % i)
+    assert tail.value() == b"6097098099"[-10:] and tail.dropped == 290
+    assert len(tail._buf) <= 10
+
+
+def test_the_launcher_joins_a_new_keyring_and_bwrap_gets_the_filter_and_files() -> None:
+    from landbot.sandbox.etc import EtcEntry
+    from landbot.sandbox.limits import keyring_argv
+
+    k = keyring_argv("/usr/bin/perl", "x86_64")
+    assert k[0] == "/usr/bin/perl" and k[-2:] == ["250", "1"]
+    with pytest.raises(LandbotError, match="KEYCTL_NR"):
+        keyring_argv("/usr/bin/perl", "vax")
+    plan = bw.MountPlan(
+        workdir="/srv/w/1",
+        system=(bw.SystemPath("/usr"),),
+        etc=(
+            EtcEntry("/etc/ssl/certs", "/etc/ssl/certs"),
+            EtcEntry("/etc/mtab", "/etc/mtab", "../proc/self/mounts"),
+        ),
+        data_files=((7, "/etc/passwd"),),
+        seccomp_fd=9,
+        tmp_bytes=1 << 20,
+    )
+    joined = " ".join(bw.bwrap_argv("bwrap", plan, ["x"]))
+    assert "--ro-bind /etc/ssl/certs /etc/ssl/certs" in joined
+    assert "--symlink ../proc/self/mounts /etc/mtab" in joined
+    assert "--perms 0644 --ro-bind-data 7 /etc/passwd" in joined
+    assert "--size 1048576 --tmpfs /tmp --size 1048576 --tmpfs /home/sandbox" in joined
+    assert "--seccomp 9" in joined and "/etc /etc" not in joined
+
+
+def test_the_seccomp_program_is_built_once() -> None:
+    from landbot.sandbox import seccomp
+
+    program = seccomp.filter_program()
+    assert program is seccomp.filter_program() and len(program) % 8 == 0 and program
 
 
 def test_settings_are_loaded_fully_only_when_the_sandbox_is_configured() -> None:
