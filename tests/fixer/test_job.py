@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
-from landbot.config import FixerSettings, GitHubSettings, Settings
+from landbot.config import FixerSettings, GitHubSettings, SandboxSettings, Settings
 from landbot.core.model import Drop, Evidence, FixerResult, JobFailure
+from landbot.errors import LandbotError
 from landbot.fixer.agents import Agent, Invocation, JobPaths, ModelAccess
 from landbot.fixer.job import JobLimits
 from landbot.git.workspace import Workspaces
@@ -441,3 +442,26 @@ def test_a_command_agent_reaches_the_model_only_through_the_proxy(world: World) 
     assert len(seen) == 1
     assert seen[0].header("authorization") == "Bearer sk-real-provider-key"
     assert "landbot-placeholder-key" not in seen[0].raw
+
+
+@pytest.mark.parametrize("visible", [True, False], ids=["key-visible", "control"])
+def test_a_job_that_would_see_the_app_key_does_not_start(world: World, visible: bool) -> None:
+    # The operator lists a toolchain folder that happens to hold the App's key.
+    tools = world.root / "toolchain"
+    tools.mkdir(mode=0o755)
+    key = (tools if visible else world.root) / "app.pem"
+    key.write_text("-----BEGIN PRIVATE KEY-----\nAPP-KEY-SECRET\n")
+    settings = world.command_settings(FIX_APP)
+    settings = settings.model_copy(
+        update={
+            "github": settings.github.model_copy(update={"private_key_file": key}),
+            "sandbox": SandboxSettings(read_only=[tools]),
+        }
+    )
+    pr = world.gh.open_pull_request(world.repo, head="feat", files={"app.py": "ANSWER = 40\n"})
+    if visible:
+        with pytest.raises(LandbotError, match=r"app\.pem would be visible inside the sandbox"):
+            world.run(settings, pr)
+        assert world.pr_now(pr).head_sha == pr.head_sha  # nothing ran, nothing pushed
+    else:
+        assert world.run(settings, pr).verdict == "fixed"  # the same job, the key elsewhere
