@@ -30,16 +30,28 @@ class Snapshot(Protocol):
     def kinds(self, paths: Iterable[str]) -> dict[str, PathKind]: ...
 
 
+GIT_TIMEOUT = 120.0  # seconds for one git command (they are all local plumbing)
+
+
 def git(root: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    # Plumbing only; still no hook or fsmonitor command, and an end (the tree may be a
+    # hostile fix's, checked on landbot's host).
+    argv = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"]
     try:
         return subprocess.run(
-            ["git", "-C", str(root), *args],
+            [*argv, "-C", str(root), *args],
             input=stdin,
             capture_output=True,
             check=False,
+            timeout=GIT_TIMEOUT,
         )
     except FileNotFoundError:
         raise LandbotError("git is not installed: install git to use --base") from None
+    except subprocess.TimeoutExpired:
+        raise LandbotError(
+            f"git {args[0]} in {root} did not finish in {GIT_TIMEOUT:g} s; check the "
+            "repository for a FIFO or a device where git expects a file"
+        ) from None
 
 
 def repo_root(start: Path) -> Path:

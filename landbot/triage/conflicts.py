@@ -107,6 +107,9 @@ def parse_merge_tree(out: bytes, *, conflicted: bool) -> ConflictReport:
     return ConflictReport(tuple(files), tuple(messages), tree)
 
 
+MERGE_TIMEOUT = 300.0  # seconds for one git command of the conflict check
+
+
 def _git(git: str, repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     # No hooks, no user or system configuration: the result depends on the repository alone.
     env = {
@@ -122,9 +125,14 @@ def _git(git: str, repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]
             capture_output=True,
             env=env,
             check=False,
+            timeout=MERGE_TIMEOUT,
         )
     except FileNotFoundError:
         raise LandbotError(f"{git} is not installed; install git 2.38 or newer") from None
+    except subprocess.TimeoutExpired:
+        raise LandbotError(
+            f"git {args[0]} did not finish in {MERGE_TIMEOUT:g} s; retry, or merge by hand"
+        ) from None
 
 
 def _check_git(git: str) -> None:
