@@ -63,6 +63,21 @@ class PolicySettings(BaseModel):
     max_requeues_per_head: int = Field(1, ge=0, description="automatic re-enqueues per PR head")
     max_fixer_attempts_per_head: int = Field(1, ge=0, description="fixer jobs per PR head")
     skip_label: str = Field("landbot:skip", description="label that opts a PR out")
+    max_pushes_per_pr: int = Field(
+        2, ge=0, description="fixes landbot pushes to one PR across its heads, per window"
+    )
+    max_requeues_per_pr: int = Field(
+        3, ge=0, description="automatic re-enqueues of one PR across its heads, per window"
+    )
+    max_fixer_runs_per_pr: int = Field(
+        3, ge=0, description="fixer jobs for one PR across its heads, per window"
+    )
+    cap_window_hours: float = Field(
+        24,
+        gt=0,
+        description="window of the per-PR caps, hours; a push not landbot's or "
+        "/landbot retry starts them again",
+    )
     reasons: dict[str, str] = Field(
         default_factory=dict,
         description="per drop reason: ignore, requeue, fix, handback or note (JSON in env); "

@@ -76,6 +76,12 @@ class JobFailure:
     excerpt: tuple[tuple[int, str], ...]
     summary: str
     class_: TriageClass
+    # The failing step's own script as the log echoed it ("" for a `uses:` step, whose
+    # title is an action, not a command), the directory it ran in when known, and a link
+    # to the failing line of the step's log.
+    run: str = ""
+    working_directory: str = ""
+    line_url: str = ""
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,16 @@ class Evidence:
     conflict_files: tuple[str, ...] = ()
     conflicts_all_quest: bool = False
     base_sha: str | None = None
+    # For a quest-policy failure: each finding of the log explained from the pull request's
+    # own change (what it added, deleted or moved), in finding order (triage/quest_explain).
+    quest_explanations: tuple[str, ...] = ()
+    # The merge group as the queue built it, so a person can reproduce it exactly: its
+    # commit, the commit it was built on, and the pull requests ahead of this one in it.
+    group_sha: str | None = None
+    group_base_sha: str | None = None
+    prs_ahead: tuple[int, ...] = ()
+    # The checks that never completed (a `checks_timed_out` drop), by name.
+    timed_out_checks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -100,12 +116,26 @@ class FixerResult:
     refused: str = ""  # why the host refused to publish the fix, if it did
     auto_merge_armed: bool = True  # False: pushed, but GitHub refused to arm auto-merge
     patch: str = ""  # the fix as a patch, for a fork landbot may not push to (bounded)
+    # What a pushed fix changed, for the comment that announces it: (path, lines added,
+    # lines deleted; -1 for a binary file), and the command the agent reproduced with.
+    files: tuple[tuple[str, int, int], ...] = ()
+    reproduce: str = ""
+    # The PR cap that stopped the push ("pushes"), when one did: the fix was not pushed.
+    cap: str = ""
 
 
 @dataclass(frozen=True)
 class History:
-    requeues: int = 0
-    fixer_attempts: int = 0
+    requeues: int = 0  # for this head
+    fixer_attempts: int = 0  # for this head
+    # landbot's own actions on the pull request, across its heads, within the policy's
+    # window and since the last reset (a push that is not landbot's, or /landbot retry).
+    pr_pushes: int = 0
+    pr_requeues: int = 0
+    pr_fixer_runs: int = 0
+    # The caps ("pushes", "requeues", "fixer_runs") already handed back for, in the same
+    # window and since the same reset: a second drop past one mentions no one again.
+    pr_capped: frozenset[str] = frozenset()
 
 
 # Triage classes that are not the pull request's fault (re-enqueued within the budget).

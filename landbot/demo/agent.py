@@ -105,6 +105,30 @@ def write_verdict(verdict: str, summary: str, recommendation: str, reproduced: b
     say(f"verdict: {verdict}: {summary}")
 
 
+def explain_policy(evidence: dict[str, Any]) -> int:
+    """A quest-policy failure: the finding is about the plan, not the code. The scripted
+    agent explains what the change did and leaves the decision to a person (it commits
+    nothing: choosing a size or whether a quest should exist is not mechanical)."""
+    findings = [
+        str(line.get("text", "")).strip()
+        for job in evidence.get("jobs") or []
+        for line in job.get("excerpt") or []
+        if str(line.get("text", "")).startswith("quest: ")
+    ]
+    explained = [str(e) for e in evidence.get("quest_explanations") or []]
+    say(f"a quest check failure: {len(findings)} finding(s), {len(explained)} explained")
+    why = explained[0] if explained else (findings[0] if findings else "the quest check failed")
+    write_verdict(
+        "needs_human",
+        f"the quest check fails because of what this pull request changes in quest/: {why}",
+        "Decide what the quest tree should say: restore the quest this change deletes, or "
+        "remove the link to it from the quest that requires it; then run "
+        "`landbot quest check --base origin/main` and push.",
+        False,
+    )
+    return 0
+
+
 def main() -> int:
     with open(os.environ["LANDBOT_EVIDENCE_FILE"]) as f:
         evidence = json.load(f)
@@ -119,6 +143,9 @@ def main() -> int:
             False,
         )
         return 0
+
+    if (evidence.get("triage") or {}).get("class") == "policy":
+        return explain_policy(evidence)
 
     argv, how = test_command(evidence)
     say(f"reproducing: running {how}")

@@ -123,8 +123,8 @@ def judge(pull: PullRecord) -> StoryJudgement:
             return no(False, "it merged with a broken quest tree")
         if _has(pull, reason="failed_checks", cls="policy", outcome="handed_back") is None:
             return no(False, "landbot did not hand it back as a quest check failure")
-        if any(d.fix_mode is not None for d in pull.drops):
-            return no(False, "it went to the fixer instead of straight back to its author")
+        if not any(d.fix_mode == "agent" for d in pull.drops):
+            return no(False, "the fixer did not look at the quest check failure")
         if not pull.findings:
             return no(False, "the quest check reported no finding")
         bodies = [c.body for c in pull.handbacks()]

@@ -268,7 +268,7 @@ PULLS: tuple[PullSpec, ...] = (
         },
         deleted=("quest/stats/median.md",),
         story="deletes a quest that main now requires",
-        expected="handed back with the quest check's finding",
+        expected="explained by the fixer, handed back with the quest check's finding",
     ),
     PullSpec(
         key="conflict",

@@ -16,12 +16,14 @@ content as JSON (`evidence_json`); `evidence_from_json` reads it back, and also 
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast, get_args
 
 from landbot.core.model import Drop, Evidence, FailedCheck, JobFailure, TriageClass
 from landbot.core.reasons import REASONS, Reason
+from landbot.triage.quest_explain import findings_in_jobs
 
 EVIDENCE_FORMAT = 1
 
@@ -63,6 +65,11 @@ class Task:
     def local(self) -> bool:
         """A checkout an operator handed to `landbot fixer run`, not a pull request."""
         return self.drop.pr <= 0
+
+    @property
+    def policy(self) -> bool:
+        """A quest-policy failure: the task is the quest check, not a test."""
+        return not self.merging and self.evidence.triage_class == "policy"
 
 
 def _line(text: str, limit: int = MAX_TEXT_CHARS) -> str:
@@ -210,10 +217,90 @@ def _conflict(task: Task) -> list[str]:
     return [*lines, ""]
 
 
+MAX_FINDINGS = 40
+
+
+def quest_command(task: Task) -> str:
+    """The quest check against the base, as it runs in this checkout (the job's clone has
+    the base branch at `origin/<base>`; CI's `$GITHUB_BASE_REF` is not set here)."""
+    base = task.base_ref or task.drop.base_ref
+    rev = f"origin/{base}" if base else "BASE"
+    return f"landbot quest check --base {shlex.quote(rev)}"
+
+
+def _policy(task: Task) -> list[str]:
+    """The quest findings and landbot's reading of the change that causes them."""
+    ev = task.evidence
+    findings = findings_in_jobs(ev.jobs)
+    lines = ["## The quest findings", ""]
+    if findings:
+        lines += [
+            "The quest check (`landbot quest check`, the rules of the repository's quest "
+            "tree) reported, on the merge group's commit:",
+            "",
+            *_block(
+                "text", [_line(f"quest: {f.path}: {f.message}") for f in findings[:MAX_FINDINGS]]
+            ),
+            "",
+        ]
+    if ev.quest_explanations:
+        lines += [
+            "landbot compared the pull request with its merge base and reads them so (its "
+            "reading of the change, to check, not to trust blindly):",
+            "",
+            *[f"- {_line(x)}" for x in ev.quest_explanations[:MAX_FINDINGS]],
+            "",
+        ]
+    lines += [
+        "The rules (a quest is a `*.md` file below `quest/`):",
+        "",
+        "- A folder's `README.md` is the parent of the quests in its folder; a quest with no "
+        "children is standalone. A standalone quest's title is `# [XS|S|M|L|XL] Title`; a "
+        "parent's title has no size (its size is its children's). Deleting the last child "
+        "of a parent makes it standalone in the same change, so it then needs a size.",
+        "- Every link in a quest's `## Required` list must point at an existing quest; a pull "
+        "request that finishes a quest deletes its file and the links to it.",
+        "- `Required` links must not form a cycle.",
+        "",
+    ]
+    return lines
+
+
+def _policy_steps(task: Task) -> list[str]:
+    command = quest_command(task)
+    block = "\n".join("   " + line for line in _block("sh", [command]))
+    return [
+        "Reproduce the failure first: run the quest check in this checkout and check that it "
+        "reports the findings above (add `--branch NAME` with the pull request's branch for "
+        "a finding about the branch name):\n\n" + block,
+        "If the check passes here, the findings come from the merge group (the base branch "
+        "or a pull request ahead of this one), not from this pull request: change nothing, "
+        "and say so in your verdict (`needs_human`).",
+        "Fix only what is mechanical, where the change itself says what is right: a "
+        "`## Required` link to a quest this pull request deletes (the quest is finished: "
+        "take the link out), a link to a quest this pull request moves (point it at the new "
+        "path), a relative link that moving the linking quest broke.",
+        "Explain and recommend, but do not decide, what only a person can: the size of a "
+        "quest (a parent that lost its last child needs a size for the work that remains, "
+        "and only its author knows it), whether a quest should still exist (it may be "
+        "finished too), which link of a cycle goes, what a branch is called. Never invent "
+        "a size.",
+        "Never weaken the check: do not edit the quest checker, its CI step or "
+        "`.gitattributes`, and do not delete or rename a quest only to silence a finding.",
+        "If every finding was mechanical: run the quest check again (it must pass), then "
+        "commit the fix (`git commit`). If any finding needs a person, commit nothing: "
+        "write `needs_human`, explain in `summary` why this change makes each rule fire, "
+        "and put in `recommendation` what to decide, and the mechanical edits too, so the "
+        "author can make them together.",
+    ]
+
+
 def _rules(task: Task) -> list[str]:
     commands = reproduce_commands(task.evidence)
     steps: list[str] = []
-    if task.merging:
+    if task.policy:
+        steps += _policy_steps(task)
+    elif task.merging:
         steps.append(
             "Look at each conflicting file (`git status`, `git diff`) and at what both sides "
             "meant to change (`git log --merge -p`)."
@@ -278,11 +365,12 @@ def _rules(task: Task) -> list[str]:
 
 
 def _verdict(task: Task) -> list[str]:
-    reproduced = (
-        "- `reproduced`: whether the conflict was in the work tree as listed above."
-        if task.merging
-        else "- `reproduced`: whether running the failing command reproduced the failure."
-    )
+    if task.merging:
+        reproduced = "- `reproduced`: whether the conflict was in the work tree as listed above."
+    elif task.policy:
+        reproduced = "- `reproduced`: whether the quest check reported the findings above."
+    else:
+        reproduced = "- `reproduced`: whether running the failing command reproduced the failure."
     return [
         "## Your verdict",
         "",
@@ -317,6 +405,8 @@ def build_prompt(task: Task) -> str:
         lines += _conflict(task)
     else:
         lines += _failure(task)
+    if task.policy:
+        lines += _policy(task)
     lines += _rules(task)
     lines += _verdict(task)
     return "\n".join(lines) + "\n"
@@ -358,6 +448,7 @@ def evidence_json(task: Task) -> dict[str, Any]:
         ],
         "conflict_files": list(task.conflicts or ev.conflict_files),
         "conflicts_all_quest": ev.conflicts_all_quest,
+        "quest_explanations": list(ev.quest_explanations),
         "protected_paths": list(task.protected_paths),
     }
 
@@ -463,6 +554,9 @@ def evidence_from_json(
         raise EvidenceFormatError('"failed_checks", "jobs" and "conflict_files" must be lists')
     if not all(isinstance(f, str) for f in files):
         raise EvidenceFormatError('"conflict_files" must be a list of paths')
+    explained = data.get("quest_explanations") or []
+    if not isinstance(explained, list) or not all(isinstance(x, str) for x in explained):
+        raise EvidenceFormatError('"quest_explanations" must be a list of strings')
     failed = []
     for c in checks:
         if not isinstance(c, dict) or not isinstance(c.get("name"), str):
@@ -478,5 +572,6 @@ def evidence_from_json(
         conflict_files=tuple(files),
         conflicts_all_quest=bool(data.get("conflicts_all_quest", False)),
         base_sha=_str(data, "base_sha"),
+        quest_explanations=tuple(explained),
     )
     return drop, evidence

@@ -130,7 +130,7 @@ def parse_verdict(data: bytes) -> AgentVerdict:
 
 # --- verdicts landbot writes when the agent gave none ---------------------------------
 
-_LOOK = "Look at the failure yourself; the fixer's output is in landbot's log."
+_LOOK = "Look at the failure yourself; the operator running landbot has the fixer's output."
 
 
 def no_verdict(exit_code: int) -> AgentVerdict:

@@ -20,6 +20,8 @@ status comment, edit      sent again: an edit of landbot's own comment is idempo
 hand-back comment         the comments listed for `<!-- landbot:handback -->` plus this
                           drop's tag `<!-- landbot:drop N -->`: found, it is the one; not
                           found, created once more
+fix announcement          the same, with `<!-- landbot:fix -->` (AnnounceFix: a new comment
+                          per push, since an edit notifies no one)
 minimize older hand-back  sent again once (twice is harmless); cosmetic, so a refusal is
                           logged and does not fail the drop
 reaction (commands)       the client repeats it (`repeatable`): GitHub answers with the
@@ -55,9 +57,16 @@ from landbot.github.errors import (
 )
 from landbot.github.models import Comment, EnqueueResult, QueueEvent
 from landbot.github.ops import GitHubOps, SweepOps
-from landbot.land.comments import HANDBACK_MARKER, STATUS_MARKER, render_handback, render_status
+from landbot.land.comments import (
+    FIX_MARKER,
+    HANDBACK_MARKER,
+    STATUS_MARKER,
+    render_fix_pushed,
+    render_handback,
+    render_status,
+)
 from landbot.land.decide import EnqueueCheck, enqueue_after_unknown
-from landbot.land.model import Action, HandBack, Requeue, RunFixer, Status
+from landbot.land.model import Action, AnnounceFix, HandBack, Policy, Requeue, RunFixer, Status
 from landbot.store import Store
 
 log = logging.getLogger("landbot.land")
@@ -83,9 +92,11 @@ class Actor:
         *,
         progress: Progress | None = None,
         failpoint: Callable[[str], None] | None = None,
+        policy: Policy | None = None,
     ) -> None:
         self.store = store
         self.gh = gh
+        self.policy = policy or Policy()  # the comments name its skip label and caps
         self.progress = progress or (lambda msg: log.info("%s", msg))
         self.failpoint = failpoint or (lambda name: None)
 
@@ -109,16 +120,32 @@ class Actor:
         self.failpoint(f"before_{kind.lower()}")
         result: Any = None
         if isinstance(action, Requeue):
-            result = self._requeue(drop, pr, action, resumed=resumed)
+            result = self._requeue(drop, pr, action, key, resumed=resumed)
         elif isinstance(action, Status):
-            body = render_status(action.topic, drop, pr, evidence, fixer)
+            body = render_status(
+                action.topic,
+                drop,
+                pr,
+                evidence,
+                fixer,
+                fix_comment_url=self._announced(drop, fixer),
+                policy=self.policy,
+            )
             c = self._status(drop, body)
             self.store.save_comment(drop.repo, drop.pr, "status", c.id, c.node_id)
             result = {"comment": c.id}
         elif isinstance(action, HandBack):
             result = self._hand_back(drop, pr, evidence, fixer, action, resumed=resumed)
+            if action.topic == "cap_reached" and action.cap is not None:
+                # Only once it is posted: a later drop past this cap mentions no one again.
+                self.store.record_cap(drop.repo, drop.pr, action.cap, key)
+        elif isinstance(action, AnnounceFix):
+            if fixer is None:
+                raise ValueError(f"{key}: a fix to announce, but no fixer result")
+            result = self._announce(drop, pr, evidence, fixer, resumed=resumed)
         elif isinstance(action, RunFixer):
-            self.store.spend(drop.repo, drop.pr, drop.head_sha, fixes=1)
+            # With the ledger's key: a plan resumed after a crash does not spend twice.
+            self.store.spend(drop.repo, drop.pr, drop.head_sha, fixes=1, key=key)
             job = self.store.add_job(
                 "fix",
                 {"drop_id": drop.id, "mode": action.mode},
@@ -136,14 +163,16 @@ class Actor:
 
     # --- enqueue -----------------------------------------------------------------------
 
-    def _requeue(self, drop: Drop, pr: PrSnapshot, action: Requeue, *, resumed: bool) -> Any:
+    def _requeue(
+        self, drop: Drop, pr: PrSnapshot, action: Requeue, key: str, *, resumed: bool
+    ) -> Any:
+        # Spent under the ledger's key, once however often the action is resumed.
+        self.store.spend(drop.repo, drop.pr, drop.head_sha, requeues=1, key=key)
         if resumed:
             # A previous attempt claimed this action and may have enqueued before dying.
             check = self._check_enqueue(drop, action)
             if not check.send_again:
                 return {"enqueue": check.finding, "resumed": True}
-        else:
-            self.store.spend(drop.repo, drop.pr, drop.head_sha, requeues=1)
         self.progress(f"re-enqueueing {drop.repo}#{drop.pr} at {action.head_sha[:7]}")
         try:
             res = self._enqueue(pr, action, drop)
@@ -212,15 +241,15 @@ class Actor:
         resumed: bool,
     ) -> Any:
         tag = f"<!-- landbot:drop {drop.id} -->"
-        body = render_handback(action.topic, drop, pr, evidence, fixer) + tag + "\n"
+        body = (
+            render_handback(
+                action.topic, drop, pr, evidence, fixer, cap=action.cap, policy=self.policy
+            )
+            + tag
+            + "\n"
+        )
         previous = self.store.comment_ref(drop.repo, drop.pr, "handback")
-        comment = self._find_handback(drop, tag) if resumed else None
-        if comment is None:
-            try:
-                comment = self._create_handback(drop, body)
-            except MutationOutcomeUnknown:
-                # Posted or not: this drop's tag says which; created once more only if not.
-                comment = self._find_handback(drop, tag) or self._create_handback(drop, body)
+        comment = self._new_comment(drop, HANDBACK_MARKER, tag, body, resumed=resumed)
         self.progress(f"handed {drop.repo}#{drop.pr} back to @{pr.author}")
         if previous is not None and previous[0] != comment.id and previous[1]:
             # The older hand-back is outdated: fold it away so one current one stands.
@@ -228,21 +257,54 @@ class Actor:
         self.store.save_comment(drop.repo, drop.pr, "handback", comment.id, comment.node_id)
         return {"comment": comment.id}
 
-    def _find_handback(self, drop: Drop, tag: str) -> Comment | None:
+    def _announce(
+        self, drop: Drop, pr: PrSnapshot, evidence: Evidence, fixer: FixerResult, *, resumed: bool
+    ) -> Any:
+        """A new comment for the push of a fix (it notifies; the status is only edited)."""
+        tag = f"<!-- landbot:drop {drop.id} -->"
+        body = render_fix_pushed(drop, pr, evidence, fixer) + tag + "\n"
+        comment = self._new_comment(drop, FIX_MARKER, tag, body, resumed=resumed)
+        self.progress(f"announced the fix pushed to {drop.repo}#{drop.pr}")
+        return {"comment": comment.id, "url": comment.html_url}
+
+    def _announced(self, drop: Drop, fixer: FixerResult | None) -> str | None:
+        """The html_url of the comment that announced this drop's fix, for the status."""
+        if fixer is None or not fixer.pushed_sha:
+            return None
+        for done in self.store.actions(drop.id):
+            if done.kind == "announcefix" and done.status == "done":
+                url = done.result.get("url") if isinstance(done.result, dict) else None
+                return str(url) if url else None
+        return None
+
+    def _new_comment(
+        self, drop: Drop, marker: str, tag: str, body: str, *, resumed: bool
+    ) -> Comment:
+        """Post a new comment once: a resumed action, or one whose answer never came, looks
+        for its marker and this drop's tag first, and creates it once more only if absent."""
+        comment = self._find_comment(drop, marker, tag) if resumed else None
+        if comment is None:
+            try:
+                comment = self._create_comment(drop, marker, body)
+            except MutationOutcomeUnknown:
+                # Posted or not: this drop's tag says which; created once more only if not.
+                comment = self._find_comment(drop, marker, tag) or self._create_comment(
+                    drop, marker, body
+                )
+        return comment
+
+    def _find_comment(self, drop: Drop, marker: str, tag: str) -> Comment | None:
         return next(
-            (
-                c
-                for c in self.gh.comments(drop.repo, drop.pr)
-                if tag in c.body and HANDBACK_MARKER in c.body
-            ),
+            (c for c in self.gh.comments(drop.repo, drop.pr) if tag in c.body and marker in c.body),
             None,
         )
 
-    def _create_handback(self, drop: Drop, body: str) -> Comment:
+    def _create_comment(self, drop: Drop, marker: str, body: str) -> Comment:
+        what = "fix announcement" if marker == FIX_MARKER else "hand-back comment"
         try:
             return self.gh.create_comment(drop.repo, drop.pr, body)
         except GitHubError as exc:
-            raise refused("hand-back comment", exc) from exc
+            raise refused(what, exc) from exc
 
     def _minimize(self, drop: Drop, node_id: str) -> None:
         """Fold the older hand-back away; sent again once when unanswered (harmless twice).

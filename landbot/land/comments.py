@@ -1,21 +1,34 @@
-"""The text of landbot's comments. Rendered from the decision; snapshot-tested.
+"""The text of landbot's comments. Rendered from the decision; snapshot-tested, situation by
+situation (tests/land/test_situations.py drives each one through the decision).
 
 A status comment (one per pull request, edited as the drop moves on) says what happened at
 which commit and what landbot does next. A hand-back is a new comment, because an edit
 notifies no one: it mentions the author, says what a person must decide, and gives the
-commands to reproduce and to put the pull request back in the queue.
+commands to reproduce and to put the pull request back in the queue. A fix announcement is
+a new comment too, after each push of a fix: the author hears of every commit landbot adds.
+
+Each text shows only the evidence of its own situation: the failed jobs for failed checks,
+the conflicting files for a conflict, the checks that never finished for a timeout. The
+author is mentioned once per event: by the hand-back or the announcement, never also by the
+status comment. Every pointer is to something the author can see (a check, a line of its
+log, the fixer's own words); landbot's log is the operator's.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
+from collections.abc import Sequence
 
 from landbot.core.model import Drop, Evidence, FixerResult, JobFailure, PrSnapshot
 from landbot.core.text import inert, terminal_safe
-from landbot.land.model import HandBackTopic, StatusTopic
+from landbot.land.model import Cap, HandBackTopic, Policy, StatusTopic
 
 STATUS_MARKER = "<!-- landbot:status -->"
 HANDBACK_MARKER = "<!-- landbot:handback -->"
+FIX_MARKER = "<!-- landbot:fix -->"
+
+_DEFAULT_POLICY = Policy()
 
 _REASON_TEXT = {
     "failed_checks": "its checks failed in the merge group",
@@ -44,16 +57,21 @@ def _removed(drop: Drop) -> str:
     return f"The merge queue removed this pull request at `{_short(drop.head_sha)}` because {why}."
 
 
+# --- the status comment -----------------------------------------------------------------
+
 _STATUS_NEXT: dict[StatusTopic, str] = {
     "requeued": "landbot put it back in the queue once for this commit.",
-    "requeued_checks_timed_out": "landbot put it back in the queue once for this commit.",
+    "requeued_checks_timed_out": (
+        "landbot put it back in the queue once for this commit, in case the checks were "
+        "only slow{timed_out}."
+    ),
     "requeued_roll_back": "landbot put it back in the queue once for this commit.",
     "requeued_not_its_fault": (
         "The failure is not this pull request's fault ({why}); landbot put it back in the "
         "queue once for this commit."
     ),
     "requeued_flaky_verdict": (
-        "The fixer ran the failing command again and it passed: landbot put the pull "
+        "The fixer could not make the failure happen again{ran}{found}: landbot put the pull "
         "request back in the queue once for this commit."
     ),
     "requeued_conflict_gone": (
@@ -63,10 +81,11 @@ _STATUS_NEXT: dict[StatusTopic, str] = {
     "fixing_failed_checks": "landbot is reproducing the failure and trying a fix.",
     "fixing_conflict": "landbot is merging the base branch and resolving the conflict.",
     "fixed": (
-        "landbot pushed a fix as `{pushed}`; auto-merge is armed, so the pull request joins "
-        "the queue again once its checks pass."
+        "landbot's fixer pushed a fix as `{pushed}`{found}: {announced}. Auto-merge is "
+        "armed, so the pull request joins the queue again once its checks pass."
     ),
-    "handed_back": "landbot handed it back to @{author}: see the comment below.",
+    # The hand-back below mentions the author: this edit must not mention them again.
+    "handed_back": "landbot handed it back to the author: see the comment below.",
     "unknown_reason": "landbot does not act on this reason; a person may want to look.",
 }
 
@@ -77,14 +96,32 @@ def render_status(
     pr: PrSnapshot,
     evidence: Evidence,
     fixer: FixerResult | None = None,
+    *,
+    fix_comment_url: str | None = None,
+    policy: Policy | None = None,
 ) -> str:
+    del pr, policy  # the status names no one and no setting; kept for one calling shape
+    found = f" ({_inert(_sentence(fixer.summary))})" if fixer is not None and fixer.summary else ""
+    ran = f" (it ran {_code(fixer.reproduce)})" if fixer is not None and fixer.reproduce else ""
+    timed_out = ""
+    if evidence.timed_out_checks:
+        timed_out = f" ({_names(evidence.timed_out_checks)} never finished)"
+    if fix_comment_url and _SAFE_URL.fullmatch(fix_comment_url):
+        announced = f"[what it found and changed]({fix_comment_url})"
+    else:
+        announced = "what it found and changed is in the comment below"
     nxt = _STATUS_NEXT[topic].format(
         why=_inert(evidence.triage_reason) or evidence.triage_class or "not a test failure",
         pushed=_short(fixer.pushed_sha if fixer else None),
-        author=pr.author,
+        found=found,
+        ran=ran,
+        timed_out=timed_out,
+        announced=announced,
     )
     return f"{STATUS_MARKER}\n**landbot** · {_removed(drop)}\n\n{nxt}\n"
 
+
+# --- the hand-back ------------------------------------------------------------------------
 
 _DECIDE: dict[HandBackTopic, str] = {
     "removed": (
@@ -119,14 +156,17 @@ _DECIDE: dict[HandBackTopic, str] = {
         "base merged cleanly when landbot checked. Merge the base branch and look at the result."
     ),
     "flaky_verdict_again": (
-        "The fixer found the failure flaky, but the budget of re-enqueues for this commit is "
-        "spent. Decide whether to queue it again."
+        "The fixer could not make the failure happen again, and landbot already re-enqueued "
+        "this commit once. Decide whether to queue it again or look for what is unstable."
     ),
     "policy": (
         "The quest check failed. Decide how the quest tree should look (the findings are "
         "below), fix it on this branch, then put the pull request back in the queue."
     ),
-    "needs_human": "landbot's fixer could not repair it and says what a person must decide.",
+    "needs_human": (
+        "landbot's fixer could not repair it; what it found is below. The operator running "
+        "landbot has the fixer's full output."
+    ),
     "fix_refused": "landbot's fixer made a fix, but landbot did not publish it.",
     "auto_merge_failed": (
         "landbot pushed a fix, but GitHub refused to arm auto-merge, so the pull request is "
@@ -135,7 +175,124 @@ _DECIDE: dict[HandBackTopic, str] = {
     "branch_protections": "The base branch's protection rules refused it. Check what they require.",
     "git_tree_invalid": "GitHub could not build the merge. Check the branch for broken objects.",
     "invalid_merge_commit": "GitHub could not create the merge commit. Check the branch.",
+    "cap_reached": (
+        "landbot stopped acting on this pull request: {cap}. Look at what it did so far, then "
+        "decide how to land it."
+    ),
 }
+
+# Each cap: what it counts, its value on the policy, and the setting that raises it.
+_CAPS: dict[Cap, tuple[str, str]] = {
+    "pushes": ("fixes pushed", "max_pushes_per_pr"),
+    "requeues": ("re-enqueues", "max_requeues_per_pr"),
+    "fixer_runs": ("fixer runs", "max_fixer_runs_per_pr"),
+}
+
+
+def _cap_value(policy: Policy, cap: Cap) -> int:
+    return {
+        "pushes": policy.max_pushes_per_pr,
+        "requeues": policy.max_requeues_per_pr,
+        "fixer_runs": policy.max_fixer_runs_per_pr,
+    }[cap]
+
+
+def _window(window: dt.timedelta) -> str:
+    seconds = int(window.total_seconds())
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            n = seconds // size
+            return f"{n} {unit}" if n == 1 else f"{n} {unit}s"
+    return f"{seconds} seconds"
+
+
+def _cap_text(cap: Cap | None, policy: Policy) -> tuple[str, list[str]]:
+    """(the cap in the sentence of what to decide, the lines on how to lift it)."""
+    if cap is None:
+        return "one of its caps on a pull request is reached", []
+    what, setting = _CAPS[cap]
+    value = _cap_value(policy, cap)
+    window = _window(policy.cap_window)
+    sentence = f"it reached its cap of {value} {what} per pull request within {window}"
+    lift = [
+        "**To lift the cap:** a push of your own, or a `/landbot retry` comment (write access "
+        "needed), starts the count again; the operator can raise "
+        f"`[policy] {setting}` (`LANDBOT_POLICY__{setting.upper()}`).",
+    ]
+    return sentence, lift
+
+
+def render_handback(
+    topic: HandBackTopic,
+    drop: Drop,
+    pr: PrSnapshot,
+    evidence: Evidence,
+    fixer: FixerResult | None = None,
+    *,
+    cap: Cap | None = None,
+    policy: Policy | None = None,
+) -> str:
+    policy = policy or _DEFAULT_POLICY
+    cap_sentence, lift = _cap_text(cap, policy)
+    parts = [
+        HANDBACK_MARKER,
+        f"@{pr.author} {_removed(drop)} landbot hands it back to you.",
+        "",
+        f"**What to decide:** {_DECIDE[topic].format(cap=cap_sentence)}",
+    ]
+    if topic == "cap_reached":
+        parts += ["", *lift]
+    if fixer is not None and (fixer.summary or fixer.recommendation or fixer.refused):
+        # The agent wrote the summary and the recommendation, and a refusal can name a path
+        # the job chose: all three are inert text.
+        parts.append("")
+        if fixer.summary:
+            parts.append(f"**The fixer found:** {_inert(fixer.summary)}")
+        if fixer.reproduce:
+            parts.append(f"**The failing command:** {_code(fixer.reproduce)}")
+        if fixer.recommendation:
+            parts.append(f"**It recommends:** {_inert(fixer.recommendation)}")
+        if fixer.refused:
+            parts.append(f"**Not published because:** {_inert(fixer.refused)}")
+    if fixer is not None and fixer.patch:
+        parts += ["", _patch_block(fixer.patch)]
+    if evidence.triage_reason:
+        # Without a class, the reason says why triage could not give one.
+        cls = f"{evidence.triage_class}: " if evidence.triage_class else ""
+        parts += ["", f"**Triage:** {cls}{_inert(evidence.triage_reason)}"]
+    parts += _evidence_lines(topic, drop, evidence)
+    parts += ["", *_reproduce(drop, pr, evidence), ""]
+    parts.append(
+        "Comment `/landbot retry` to have landbot try again (write access needed), or add the "
+        f"{_code(policy.skip_label)} label to keep it away."
+    )
+    return "\n".join(parts) + "\n"
+
+
+def _evidence_lines(topic: HandBackTopic, drop: Drop, evidence: Evidence) -> list[str]:
+    """The evidence of this drop's own kind, and nothing of another kind."""
+    if drop.reason == "failed_checks":
+        lines: list[str] = []
+        if evidence.jobs:
+            lines += ["", "**Failed checks on the merge group:**", *_jobs(evidence)]
+        elif evidence.failed_checks:
+            lines += ["", "**Failed checks on the merge group:**", *_failed_checks(evidence)]
+        if evidence.quest_explanations:
+            # landbot's own reading of each finding from the change (triage/quest_explain).
+            lines += ["", "**Why the quest check fires:**"]
+            lines += [f"- {_inert(' '.join(e.split()))}" for e in evidence.quest_explanations]
+        return lines
+    if drop.reason == "merge_conflict":
+        if evidence.conflict_files:
+            files = "\n".join(f"- {_code(f)}" for f in evidence.conflict_files)
+            return ["", f"**Conflicting files:**\n{files}"]
+        return []
+    if drop.reason == "checks_timed_out":
+        if evidence.timed_out_checks:
+            names = "\n".join(f"- {_code(n)}" for n in evidence.timed_out_checks)
+            return ["", f"**Checks that never finished:**\n{names}"]
+        return ["", "**Checks that never finished:** GitHub named none (the queue's timeout)."]
+    return []
 
 
 def _failed_checks(evidence: Evidence) -> list[str]:
@@ -155,7 +312,8 @@ def _jobs(evidence: Evidence) -> list[str]:
         if conclusion:
             head += f" `{conclusion}`"
         step = f", step **{_inert(job.step)}**" if job.step else ""
-        lines.append(f"- {head}{step}: {_inert(job.summary)} _(class: {job.class_})_")
+        at = f" ([the failing line]({job.line_url}))" if _SAFE_URL.fullmatch(job.line_url) else ""
+        lines.append(f"- {head}{step}: {_inert(job.summary)} _(class: {job.class_})_{at}")
         if job.excerpt:
             lines += ["", *(f"  {line}" if line else "" for line in _excerpt(job))]
     return lines
@@ -173,9 +331,7 @@ def _excerpt(job: JobFailure) -> list[str]:
         mark = ">" if number in errors else "|"
         body.append(f"{number:>{width}} {mark} {text}")
         previous = number
-    # A fence longer than any run of backticks in the log, so no log line can close it.
-    longest = max((len(run) for line in body for run in _BACKTICKS.findall(line)), default=0)
-    fence = "`" * max(3, longest + 1)
+    fence = _fence(body)
     where = ", ".join(str(n) for n in job.error_lines)
     summary = f"log excerpt (error lines {where})" if where else "log excerpt"
     return [
@@ -192,9 +348,23 @@ def _excerpt(job: JobFailure) -> list[str]:
 _BACKTICKS = re.compile(r"`+")
 
 
+def _fence(lines: Sequence[str]) -> str:
+    """A fence longer than any run of backticks in `lines`, so none of them can close it."""
+    longest = max((len(run) for line in lines for run in _BACKTICKS.findall(line)), default=0)
+    return "`" * max(3, longest + 1)
+
+
 def _inert(text: str) -> str:
     # Text from a log, a check name or the job is untrusted: no mention, link, image or HTML.
     return inert(text)
+
+
+def _sentence(text: str) -> str:
+    return " ".join(text.split()).rstrip(".")
+
+
+def _names(names: Sequence[str]) -> str:
+    return ", ".join(_code(n) for n in names)
 
 
 # A URL GitHub gave (a check run's page) becomes a link only when it cannot break out of
@@ -219,71 +389,150 @@ def _code(text: str) -> str:
 
 def _patch_block(patch: str) -> str:
     """The fix in a collapsed block, fenced longer than any backtick run in it."""
-    longest = max((len(run) for run in _BACKTICKS.findall(patch)), default=0)
-    fence = "`" * max(3, longest + 1)
+    fence = _fence(patch.splitlines())
     return (
         "<details><summary>The fix as a patch</summary>\n\n"
         f"{fence}diff\n{patch.rstrip(chr(10))}\n{fence}\n\n</details>"
     )
 
 
+# --- the commands to reproduce ------------------------------------------------------------
+
+_SHA = re.compile(r"[0-9a-f]{40}")
+_REF = re.compile(r"[A-Za-z0-9._/-]+")
+
+
+def _ref(text: str | None, default: str) -> str:
+    # A branch name goes into a shell command: anything unusual falls back to the default.
+    return text if text and _REF.fullmatch(text) and not text.startswith("-") else default
+
+
+def _one_line(text: str) -> str:
+    return " ".join(terminal_safe(text).split())
+
+
+def _step_commands(job: JobFailure) -> list[str]:
+    """The failing step's own script, in the directory it ran in (never a `uses:` step:
+    triage leaves `run` empty for those)."""
+    script = [_one_line(line) for line in job.run.splitlines()]
+    script = [line for line in script if line]
+    if not script:
+        return []
+    where = _one_line(job.working_directory)
+    if not where:
+        return script
+    if len(script) == 1:
+        return [f"cd {_quote(where)} && {script[0]}"]
+    return [f"cd {_quote(where)}", *script, "cd -"]
+
+
+def _quote(path: str) -> str:
+    return path if re.fullmatch(r"[A-Za-z0-9._/-]+", path) else "'" + path.replace("'", "") + "'"
+
+
+def _group_context(drop: Drop, base: str, evidence: Evidence) -> list[str]:
+    """What the queue tested, as comments above the commands."""
+    if not evidence.group_sha:
+        return []
+    on = f" on `{_short(evidence.group_base_sha)}`" if evidence.group_base_sha else ""
+    ahead = ""
+    if evidence.prs_ahead:
+        prs = ", ".join(f"#{n}" for n in evidence.prs_ahead)
+        ahead = f" ({base} with {prs} ahead of this one)"
+    elif evidence.group_base_sha:
+        ahead = f" ({base}, nothing ahead of this one)"
+    return [
+        f"# the queue tested merge group {_short(evidence.group_sha)}: "
+        f"head {_short(drop.head_sha)}{on}{ahead}"
+    ]
+
+
 def _reproduce(drop: Drop, pr: PrSnapshot, evidence: Evidence) -> list[str]:
-    base = pr.base_ref or drop.base_ref or "main"
-    cmds = [
-        f"gh pr checkout {drop.pr}",
-        f"git fetch origin {base} && git merge origin/{base}",
-    ]
-    steps = [j.step for j in evidence.jobs if j.step and j.step.startswith("Run ")]
-    cmds += [s.removeprefix("Run ") for s in steps]
-    cmds += [
-        "# when it passes: git push, then put it back in the queue with",
-        f"gh pr merge {drop.pr} --auto",
-    ]
-    cmds = [" ".join(c.split()) for c in cmds]  # a step name cannot add lines
-    longest = max((len(run) for c in cmds for run in _BACKTICKS.findall(c)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return ["To reproduce locally:", "", f"{fence}sh", *cmds, fence]
+    base = _ref(pr.base_ref or drop.base_ref, "main")
+    requeue = [f"gh pr merge {drop.pr} --auto"]
+    if drop.reason == "failed_checks":
+        steps: list[str] = []
+        for job in evidence.jobs:
+            for command in _step_commands(job):
+                if command not in steps:
+                    steps.append(command)
+        cmds = _group_context(drop, base, evidence)
+        if evidence.group_sha and _SHA.fullmatch(evidence.group_sha) and steps:
+            # The exact commit the queue tested, detached: nothing of the PRs ahead of this
+            # one ends up on the branch.
+            sha = evidence.group_sha
+            cmds += [f"git fetch origin {sha} && git checkout --detach {sha}", *steps]
+            cmds += ["# then fix it on the branch:"]
+        cmds += [f"gh pr checkout {drop.pr}", f"git fetch origin {base} && git merge origin/{base}"]
+        cmds += steps if not (evidence.group_sha and steps) else []
+        if not steps:
+            cmds.append("# run the failing step of each check above (its log shows the command)")
+        cmds += ["# when it passes: git push, then put it back in the queue with", *requeue]
+        return _block("To reproduce locally:", cmds)
+    if drop.reason == "merge_conflict":
+        cmds = [f"gh pr checkout {drop.pr}", f"git fetch origin {base} && git merge origin/{base}"]
+        files = [_quote(_one_line(f)) for f in evidence.conflict_files]
+        if files:
+            cmds += [
+                "# resolve the conflicts in: " + " ".join(files),
+                f"git add {' '.join(files)} && git commit --no-edit",
+            ]
+        else:
+            cmds += ["# look at the result of the merge, then commit it"]
+        cmds += ["git push", "# then put it back in the queue with", *requeue]
+        return _block("To merge the base branch locally:", cmds)
+    return _block("To put it back in the queue when it is ready:", requeue)
 
 
-def render_handback(
-    topic: HandBackTopic,
-    drop: Drop,
-    pr: PrSnapshot,
-    evidence: Evidence,
-    fixer: FixerResult | None = None,
-) -> str:
+def _block(title: str, cmds: Sequence[str]) -> list[str]:
+    cmds = [_one_line(c) for c in cmds]  # a name from the repository cannot add lines
+    fence = _fence(cmds)
+    return [title, "", f"{fence}sh", *cmds, fence]
+
+
+# --- the announcement of a pushed fix -------------------------------------------------------
+
+
+def render_fix_pushed(drop: Drop, pr: PrSnapshot, evidence: Evidence, fixer: FixerResult) -> str:
+    """A new comment after a push of a fix: it mentions the author (a new comment notifies;
+    an edit of the status would not) and says what the fixer found, ran and changed."""
+    del evidence  # the status comment keeps the failure; this says what was done about it
+    sha = fixer.pushed_sha or ""
     parts = [
-        HANDBACK_MARKER,
-        f"@{pr.author} {_removed(drop)} landbot hands it back to you.",
+        FIX_MARKER,
+        f"@{pr.author} landbot's fixer pushed `{_short(sha)}` to this pull request "
+        f"(it was removed from the queue at `{_short(drop.head_sha)}` because "
+        f"{_REASON_TEXT.get(drop.reason, drop.reason)}).",
         "",
-        f"**What to decide:** {_DECIDE[topic]}",
     ]
-    if fixer is not None and (fixer.summary or fixer.recommendation or fixer.refused):
-        # The agent wrote the summary and the recommendation, and a refusal can name a path
-        # the job chose: all three are inert text.
-        parts.append("")
-        if fixer.summary:
-            parts.append(f"**The fixer found:** {_inert(fixer.summary)}")
-        if fixer.recommendation:
-            parts.append(f"**It recommends:** {_inert(fixer.recommendation)}")
-        if fixer.refused:
-            parts.append(f"**Not published because:** {_inert(fixer.refused)}")
-    if fixer is not None and fixer.patch:
-        parts += ["", _patch_block(fixer.patch)]
-    if evidence.triage_reason:
-        # Without a class, the reason says why triage could not give one.
-        cls = f"{evidence.triage_class}: " if evidence.triage_class else ""
-        parts += ["", f"**Triage:** {cls}{_inert(evidence.triage_reason)}"]
-    if evidence.jobs:
-        parts += ["", "**Failed checks on the merge group:**", *_jobs(evidence)]
-    elif evidence.failed_checks:
-        parts += ["", "**Failed checks on the merge group:**", *_failed_checks(evidence)]
-    if evidence.conflict_files:
-        files = "\n".join(f"- {_code(f)}" for f in evidence.conflict_files)
-        parts += ["", f"**Conflicting files:**\n{files}"]
-    parts += ["", *_reproduce(drop, pr, evidence), ""]
-    parts.append(
-        "Comment `/landbot retry` to have landbot try again (write access needed), or add the "
-        "`landbot:skip` label to keep it away."
+    if fixer.summary:
+        parts.append(f"**The fixer found:** {_inert(fixer.summary)}")
+    if fixer.reproduce:
+        parts.append(f"**The failing command:** {_code(fixer.reproduce)}")
+    if fixer.recommendation:
+        parts.append(f"**It recommends:** {_inert(fixer.recommendation)}")
+    if fixer.files:
+        added = sum(a for _p, a, _d in fixer.files if a >= 0)
+        deleted = sum(d for _p, _a, d in fixer.files if d >= 0)
+        parts += ["", f"**Changed** ({_count(len(fixer.files), 'file')}, +{added} −{deleted}):"]
+        for path, a, d in fixer.files:
+            lines = "binary" if a < 0 or d < 0 else f"+{a} −{d}"
+            parts.append(f"- {_code(path)} ({lines})")
+    else:
+        parts += ["", "**Changed:** the commit's files are listed on it."]
+    armed = (
+        "Auto-merge is armed, so it joins the queue again once its checks pass."
+        if fixer.auto_merge_armed
+        else "GitHub refused to arm auto-merge, so it is not on its way back to the queue."
     )
+    parts += [
+        "",
+        f"**Commit:** `{sha}`" if sha else "**Commit:** none",
+        "",
+        f"{armed} To undo it: `git revert {_short(sha)}` on the branch, or push your own fix.",
+    ]
     return "\n".join(parts) + "\n"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

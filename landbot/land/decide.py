@@ -8,12 +8,21 @@ Every choice of an outcome is made here, and nowhere else:
 - `decide`: (drop, pull request, evidence, history, policy, fixer result) to an outcome
   and the actions to take;
 - `taken_away`: whether a saved plan may still be finished after a crash;
-- `fix_head_moved`, `conflict_already_merged`: the fixer job's own early answers;
+- `fix_head_moved`, `conflict_already_merged`, `push_capped`: the fixer job's own answers
+  (before it runs, and before it publishes);
 - `superseded`: what a push or a close makes of the pending drops;
 - `job_failed`, `command_allowed`: a job that cannot finish, a comment command's author;
 - `enqueue_after_unknown`: whether an enqueue whose answer never came took effect.
 
 All are total: every input has a defined answer, and the tests walk all of them.
+
+Caps per pull request (issue 13): budgets per head never stop a bot whose every fix makes a
+new head, so `decide` also counts landbot's own actions on the PR across its heads
+(`History.pr_*`, within `Policy.cap_window`, since the last push that was not landbot's or
+the last `/landbot retry`). Before a re-enqueue, a fixer run (whose push would count too)
+or a publish, a cap reached ends in one hand-back naming it (`HandBack("cap_reached")`);
+another drop past the same cap before a reset is `ignored` with the status edited (an
+edit notifies no one), so the author is mentioned once per cap, not once per drop.
 """
 
 from __future__ import annotations
@@ -21,13 +30,15 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from landbot.core.groups import removed_this_head
 from landbot.core.model import Drop, Evidence, FixerResult, History, PrSnapshot, Superseded
 from landbot.core.reasons import Reason
 from landbot.github.models import QueueEvent
 from landbot.land.model import (
+    AnnounceFix,
+    Cap,
     Decision,
     HandBack,
     HandBackTopic,
@@ -50,6 +61,8 @@ _REASON_HANDBACK: dict[Reason, HandBackTopic] = {
     "git_tree_invalid": "git_tree_invalid",
     "invalid_merge_commit": "invalid_merge_commit",
 }
+
+_CAPS: dict[str, Cap] = {c: c for c in get_args(Cap)}  # FixerResult.cap, read back typed
 
 # Permissions whose holders may ask landbot to retry from a pull request comment.
 WRITERS = frozenset({"admin", "maintain", "write"})
@@ -126,9 +139,17 @@ def pushed_while_queued(drop: Drop, pr: PrSnapshot) -> Decision | None:
     )
 
 
-def needs_evidence(drop: Drop, pr: PrSnapshot, policy: Policy) -> bool:
-    """Triage (logs, a fetch, a merge) is worth its cost only for a drop that still holds."""
-    return confirm(drop, pr, policy) is None
+def needs_evidence(
+    drop: Drop, pr: PrSnapshot, policy: Policy, history: History | None = None
+) -> bool:
+    """Triage (logs, a fetch, a merge) is worth its cost only for a drop that still holds,
+    and, for a reason the policy re-enqueues (a timeout, a roll back), only when it will
+    be handed back instead: a re-enqueue reads no evidence."""
+    if confirm(drop, pr, policy) is not None:
+        return False
+    if history is not None and _action_for(drop, policy) == "requeue":
+        return decide(drop, pr, Evidence(), history, policy).outcome != "requeued"
+    return True
 
 
 def taken_away(pr: PrSnapshot, policy: Policy) -> Decision | None:
@@ -188,12 +209,75 @@ def fix_head_moved(drop: Drop, head_sha: str) -> FixerResult | None:
 
 
 def conflict_already_merged(base_ref: str, base_sha: str | None) -> FixerResult:
-    """The head already contains the base: nothing conflicts, so it only needs the queue."""
+    """The head already contains the base: nothing conflicts, so it only needs the queue.
+    (A `flaky` verdict, which for a conflict `decide` reads as "the conflict was gone".)"""
     return FixerResult(
         "flaky",
         summary=f"the pull request already contains {base_ref} "
         f"({(base_sha or '')[:12]}): nothing conflicts any more",
         recommendation="Put it back in the queue.",
+    )
+
+
+def push_capped(
+    history: History, policy: Policy, summary: str = "", recommendation: str = ""
+) -> FixerResult | None:
+    """The fixer job's last look before it publishes: a push past the PR's push cap is not
+    made (another job may have pushed since this one was decided). None: it may push."""
+    if history.pr_pushes < policy.max_pushes_per_pr:
+        return None
+    why = (
+        f"landbot already pushed {history.pr_pushes} fix(es) to this pull request "
+        f"(the cap is {policy.max_pushes_per_pr} per {_window(policy)}): nothing pushed"
+    )
+    return FixerResult(
+        "fixed", summary=summary, recommendation=recommendation, refused=why, cap="pushes"
+    )
+
+
+def pr_cap(history: History, policy: Policy, guarded: Literal["requeue", "fixer"]) -> Cap | None:
+    """The PR cap a re-enqueue or a fixer run would pass, or None. A fixer run is stopped
+    by the push cap too: what it would push could not be pushed."""
+    if guarded == "requeue":
+        return "requeues" if history.pr_requeues >= policy.max_requeues_per_pr else None
+    if history.pr_pushes >= policy.max_pushes_per_pr:
+        return "pushes"
+    if history.pr_fixer_runs >= policy.max_fixer_runs_per_pr:
+        return "fixer_runs"
+    return None
+
+
+def _window(policy: Policy) -> str:
+    hours = policy.cap_window.total_seconds() / 3600
+    return "day" if hours == 24 else f"{hours:g} hours"
+
+
+_CAP_WHAT: dict[Cap, str] = {
+    "pushes": "fixes pushed",
+    "requeues": "automatic re-enqueues",
+    "fixer_runs": "fixer runs",
+}
+
+
+def _capped(cap: Cap, history: History, policy: Policy) -> Decision:
+    spent, limit = {
+        "pushes": (history.pr_pushes, policy.max_pushes_per_pr),
+        "requeues": (history.pr_requeues, policy.max_requeues_per_pr),
+        "fixer_runs": (history.pr_fixer_runs, policy.max_fixer_runs_per_pr),
+    }[cap]
+    what = f"{_CAP_WHAT[cap]}: {spent} of {limit} per {_window(policy)}"
+    if cap in history.pr_capped:
+        # Handed back for this cap already, and nothing reset it: a new mention would only
+        # repeat it; the status comment (an edit notifies no one) shows this drop.
+        return Decision(
+            "ignored",
+            (Status("handed_back"),),
+            f"past the PR's cap again ({what}); handed back already, no one mentioned again",
+        )
+    return Decision(
+        "handed_back",
+        (Status("handed_back"), HandBack("cap_reached", cap=cap)),
+        f"the PR's cap is reached ({what}): a person must look",
     )
 
 
@@ -239,28 +323,34 @@ def decide(
         return _requeue_or_hand_back(
             drop, history, policy, "requeued_conflict_gone", "conflict_gone_again"
         )
-    if drop.reason == "failed_checks" and evidence.triage_class == "policy":
+    policy_failure = drop.reason == "failed_checks" and evidence.triage_class == "policy"
+    if policy_failure and not policy.fixer_enabled:
         return Decision(
             "handed_back",
             (Status("handed_back"), HandBack("policy")),
             "the quest check failed: a person decides the quest tree",
         )
+    # With a fixer, a policy failure goes to it too: it may fix what is mechanical (a
+    # dangling link to a deleted quest) and explains the rest.
     return _fix_or_hand_back(drop, evidence, history, policy)
 
 
 def _requeue_or_hand_back(
     drop: Drop, history: History, policy: Policy, requeued: StatusTopic, again: HandBackTopic
 ) -> Decision:
-    if history.requeues < policy.max_requeues_per_head:
+    if history.requeues >= policy.max_requeues_per_head:
         return Decision(
-            "requeued",
-            (Requeue(drop.head_sha), Status(requeued)),
-            f"re-enqueued ({history.requeues + 1} of {policy.max_requeues_per_head} for this head)",
+            "handed_back",
+            (Status("handed_back"), HandBack(again)),
+            "failed again after the automatic re-enqueue: a person must look",
         )
+    cap = pr_cap(history, policy, "requeue")
+    if cap is not None:
+        return _capped(cap, history, policy)
     return Decision(
-        "handed_back",
-        (Status("handed_back"), HandBack(again)),
-        "failed again after the automatic re-enqueue: a person must look",
+        "requeued",
+        (Requeue(drop.head_sha), Status(requeued)),
+        f"re-enqueued ({history.requeues + 1} of {policy.max_requeues_per_head} for this head)",
     )
 
 
@@ -275,12 +365,22 @@ def _fix_or_hand_back(drop: Drop, evidence: Evidence, history: History, policy: 
             "no fixer is configured: handed back",
         )
     if history.fixer_attempts >= policy.max_fixer_attempts_per_head:
-        spent: HandBackTopic = "conflict_fixer_spent" if conflict else "failed_checks_fixer_spent"
+        spent: HandBackTopic = (
+            "conflict_fixer_spent"
+            if conflict
+            # A quest finding is explained by the policy hand-back, whoever tried before.
+            else "policy"
+            if evidence.triage_class == "policy"
+            else "failed_checks_fixer_spent"
+        )
         return Decision(
             "handed_back",
             (Status("handed_back"), HandBack(spent)),
             "the fixer already had its attempt at this head",
         )
+    cap = pr_cap(history, policy, "fixer")
+    if cap is not None:
+        return _capped(cap, history, policy)
     mode: Literal["agent", "merge_driver"] = "merge_driver" if mechanical else "agent"
     return Decision(
         "pending",
@@ -314,6 +414,9 @@ def _after_fixer_confirmed(
 
 
 def _after_fixer(drop: Drop, fixer: FixerResult, history: History, policy: Policy) -> Decision:
+    stopped = _CAPS.get(fixer.cap)
+    if stopped is not None:  # the job did not push: the push cap was reached meanwhile
+        return _capped(stopped, history, policy)
     if fixer.refused:
         return Decision(
             "handed_back",
@@ -328,13 +431,24 @@ def _after_fixer(drop: Drop, fixer: FixerResult, history: History, policy: Polic
                 "fixed and pushed, but auto-merge could not be armed",
             )
         if fixer.pushed_sha:
-            return Decision("fixed", (Status("fixed"),), "fixed and pushed; auto-merge is armed")
+            # A new comment announces the push (it notifies); the status links to it.
+            return Decision(
+                "fixed",
+                (AnnounceFix(fixer.pushed_sha), Status("fixed")),
+                "fixed and pushed; auto-merge is armed",
+            )
         return Decision(
             "handed_back",
             (Status("handed_back"), HandBack("fix_refused")),
             "the fixer said fixed but left no commit to publish",
         )
     if fixer.verdict == "flaky":
+        if drop.reason == "merge_conflict":
+            # For a conflict, "passes unchanged" means the head merges cleanly now: the
+            # conflict was already gone (conflict_already_merged), not a flaky test.
+            return _requeue_or_hand_back(
+                drop, history, policy, "requeued_conflict_gone", "conflict_gone_again"
+            )
         return _requeue_or_hand_back(
             drop, history, policy, "requeued_flaky_verdict", "flaky_verdict_again"
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, cast, get_args
@@ -39,6 +40,11 @@ class Policy:
     max_fixer_attempts_per_head: int = 1
     skip_label: str = "landbot:skip"
     fixer_enabled: bool = False
+    # Caps on landbot's own actions per pull request across its heads, within a window.
+    max_pushes_per_pr: int = 2
+    max_requeues_per_pr: int = 3
+    max_fixer_runs_per_pr: int = 3
+    cap_window: dt.timedelta = dt.timedelta(days=1)
     # Triage classes that are not the pull request's fault: re-enqueue within the budget.
     requeue_classes: frozenset[str] = NOT_ITS_FAULT
 
@@ -53,6 +59,10 @@ class Policy:
             max_fixer_attempts_per_head=p.max_fixer_attempts_per_head,
             skip_label=p.skip_label,
             fixer_enabled=fixer_enabled,
+            max_pushes_per_pr=p.max_pushes_per_pr,
+            max_requeues_per_pr=p.max_requeues_per_pr,
+            max_fixer_runs_per_pr=p.max_fixer_runs_per_pr,
+            cap_window=dt.timedelta(hours=p.cap_window_hours),
         )
 
 
@@ -103,6 +113,7 @@ HandBackTopic = Literal[
     "branch_protections",
     "git_tree_invalid",
     "invalid_merge_commit",
+    "cap_reached",
 ]
 STATUS_TOPICS: frozenset[StatusTopic] = frozenset(get_args(StatusTopic))
 HANDBACK_TOPICS: frozenset[HandBackTopic] = frozenset(get_args(HandBackTopic))
@@ -113,6 +124,18 @@ class HandBack:
     """A new comment that mentions the author: `topic` picks the template."""
 
     topic: HandBackTopic
+    # For cap_reached: which cap ("pushes", "requeues" or "fixer_runs").
+    cap: Cap | None = None
+
+
+Cap = Literal["pushes", "requeues", "fixer_runs"]
+
+
+@dataclass(frozen=True)
+class AnnounceFix:
+    """A new comment (it notifies) saying what the fixer pushed as `pushed_sha`."""
+
+    pushed_sha: str
 
 
 @dataclass(frozen=True)
@@ -122,7 +145,7 @@ class Status:
     topic: StatusTopic
 
 
-Action = Requeue | RunFixer | HandBack | Status
+Action = Requeue | RunFixer | HandBack | Status | AnnounceFix
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from landbot.land.model import (
     HANDBACK_TOPICS,
     STATUS_TOPICS,
     Action,
+    AnnounceFix,
     Decision,
     HandBack,
     Requeue,
@@ -23,6 +24,7 @@ _ACTIONS: dict[str, type[Any]] = {
     "RunFixer": RunFixer,
     "HandBack": HandBack,
     "Status": Status,
+    "AnnounceFix": AnnounceFix,
 }
 
 
@@ -50,8 +52,14 @@ def plan_from(data: dict[str, Any]) -> tuple[Decision, Evidence, FixerResult | N
                 "requeued_again" if str(fields.get("topic")).endswith("_again") else "removed"
             )
         actions.append(_ACTIONS[item["type"]](**fields))
-    fixer = FixerResult(**data["fixer"]) if data.get("fixer") else None
+    fixer = fixer_from(data["fixer"]) if data.get("fixer") else None
     return Decision(data["outcome"], tuple(actions), data["why"]), evidence_from(data), fixer
+
+
+def fixer_from(data: dict[str, Any]) -> FixerResult:
+    """A saved fixer result (JSON lists back to the tuples the result holds)."""
+    files = tuple((str(p), int(a), int(d)) for p, a, d in data.get("files", ()))
+    return FixerResult(**{**data, "files": files})
 
 
 def evidence_from(data: dict[str, Any]) -> Evidence:
@@ -68,5 +76,6 @@ def evidence_from(data: dict[str, Any]) -> Evidence:
         )
         for j in ev.get("jobs", ())
     )
-    ev["conflict_files"] = tuple(ev.get("conflict_files", ()))
+    # Every other list is a tuple of plain values (conflict files, PRs ahead, check names).
+    ev = {k: tuple(v) if isinstance(v, list) else v for k, v in ev.items()}
     return Evidence(**ev)

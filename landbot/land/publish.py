@@ -116,6 +116,8 @@ class PublishResult:
     commits: tuple[str, ...] = ()  # the job's new commits, oldest first
     auto_merge_armed: bool = False
     auto_merge_error: str | None = None  # pushed, but GitHub refused to arm auto-merge
+    # What the pushed fix changed on the branch: (path, added, deleted; -1 for binary).
+    files: tuple[tuple[str, int, int], ...] = ()
 
     def details(self, summary: str = "The fix as a patch") -> str:
         """The patch as a collapsed `<details>` block for a hand-back comment ('' if none)."""
@@ -269,6 +271,24 @@ def changed_paths(mirror: Path, old: str, new: str) -> set[str]:
         ["diff", "--name-only", "-z", "--no-renames", old, new, "--"], git_dir=mirror
     ).stdout
     return {p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p}
+
+
+def numstat(mirror: Path, old: str, new: str, limit: int) -> tuple[tuple[str, int, int], ...]:
+    """(path, lines added, lines deleted) from `old` to `new`, -1 for a binary file, at
+    most `limit` files (the validated fix is within the size caps already)."""
+    out = run_git(
+        ["diff", "--numstat", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", old, new],
+        git_dir=mirror,
+    ).stdout
+    files: list[tuple[str, int, int]] = []
+    for record in out.split(b"\0"):
+        if not record or len(files) >= limit:
+            continue
+        added, deleted, raw = record.split(b"\t", 2)
+        path = raw.decode("utf-8", "surrogateescape")
+        binary = added == b"-" or deleted == b"-"
+        files.append((path, -1 if binary else int(added), -1 if binary else int(deleted)))
+    return tuple(files)
 
 
 def commit_paths(mirror: Path, commit: str) -> list[str]:
@@ -716,6 +736,8 @@ def publish(
                     commits=commits,
                 )
             check_branch_name(pr.head_ref)
+            # For the comment that announces the push: what it changes on the branch.
+            files = numstat(q.path, ws.head_sha, new, options.limits.max_files)
             token = client.git_token(ws.repo)
             with file_lock(ws.mirror_lock):
                 # Only now, every rule passed, do the fix's objects reach the mirror.
@@ -741,8 +763,10 @@ def publish(
             )
         problem = arm_auto_merge(client, pr, new, options.merge_method)
         if problem is not None:
-            return PublishResult(pushed_sha=new, commits=commits, auto_merge_error=problem)
-        return PublishResult(pushed_sha=new, commits=commits, auto_merge_armed=True)
+            return PublishResult(
+                pushed_sha=new, commits=commits, auto_merge_error=problem, files=files
+            )
+        return PublishResult(pushed_sha=new, commits=commits, auto_merge_armed=True, files=files)
     except WorkspaceError as exc:
         raise PublishError(str(exc)) from None
     finally:

@@ -1,7 +1,8 @@
 """Retry: `/landbot retry` in a pull request comment, and `landbot retry PR` for an operator.
 
 A retry records a new drop for the PR's current head (with the reason of its latest recorded
-removal at that head, or `manual` when there is none), resets that head's budgets, and runs
+removal at that head, or `manual` when there is none), resets that head's budgets and the
+PR's caps across heads (a person asked: landbot may push and re-enqueue again), and runs
 the land loop on it at once. A comment command is honoured only from users with write,
 maintain or admin permission; the bot reacts 👀 when it accepts and 👎 when it refuses.
 """
@@ -36,7 +37,10 @@ def retry(
         observed_at=utcnow(),
     )
     if created:
-        store.reset_budget(repo, pr, state.head_oid)
+        # Both resets in one transaction: a crash leaves neither half done.
+        with store.tx():
+            store.reset_budget(repo, pr, state.head_oid)
+            store.reset_pr_caps(repo, pr, key=f"drop:{drop_id}")
     return lander.process(drop_id)
 
 

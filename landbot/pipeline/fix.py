@@ -8,18 +8,27 @@
    base needs only the queue).
 3. The fixer proper on that checkout (landbot/fixer/job.py): the host's clean merge, or the
    agent in the sandbox, and its verdict.
-4. For `fixed`: re-read the pull request and publish (landbot/land/publish.py): validate the
-   commits, push with a lease on the head the job started from, arm auto-merge.
+4. For `fixed`: unless the PR's push cap is reached (decide.push_capped, on the counts
+   `budget` reads at that moment), re-read the pull request and publish
+   (landbot/land/publish.py): validate the commits, push with a lease on the head the job
+   started from, arm auto-merge.
+
+The result carries what the pushed fix changed (publish's numstat) and the command the
+failure is reproduced with. The verdict JSON has no field for the agent's own command (a
+contract: design.md), so it is the failing job's first `run:` step as triage read it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from landbot.core.model import Drop, Evidence, FixerResult
+from landbot.core.model import Drop, Evidence, FixerResult, History
 from landbot.fixer.job import JobLimits, fix_checkout
-from landbot.land.decide import conflict_already_merged, fix_head_moved
+from landbot.land.decide import conflict_already_merged, fix_head_moved, push_capped
+from landbot.land.model import Policy
 from landbot.land.publish import publish
 
 if TYPE_CHECKING:
@@ -41,9 +50,12 @@ def run_fix_job(
     agent: Agent | None = None,
     limits: JobLimits = JobLimits(),
     model: str | None = None,
+    budget: Callable[[], History] | None = None,
+    policy: Policy | None = None,
 ) -> FixerResult:
     """One land-fixer job for `drop` (see the module docstring); the result for the land
-    stage's decision.
+    stage's decision. `budget` reads the PR's counts just before publishing (with `policy`,
+    the push cap is checked there too; without, only the decision's check before the job).
 
     Raises LandbotError when the job could not run (the host cannot sandbox, the agent is
     not installed, git or GitHub failed); a refusal to publish comes back in `refused`.
@@ -66,8 +78,16 @@ def run_fix_job(
         verdict = fix_checkout(
             settings, ws, drop, evidence, pr.base_ref, agent=agent, limits=limits, model=model
         )
+        reproduce = reproduce_command(evidence)
         if verdict.verdict != "fixed":
-            return FixerResult(verdict.verdict, verdict.summary, verdict.recommendation)
+            return FixerResult(
+                verdict.verdict, verdict.summary, verdict.recommendation, reproduce=reproduce
+            )
+        if budget is not None and policy is not None:
+            capped = push_capped(budget(), policy, verdict.summary, verdict.recommendation)
+            if capped is not None:
+                log.warning("%s#%s: %s", drop.repo, drop.pr, capped.refused)
+                return dataclasses.replace(capped, reproduce=reproduce)
         fresh = client.pull_request(drop.repo, drop.pr)
         published = publish(client, ws, fresh, settings)
     summary = verdict.summary
@@ -84,4 +104,11 @@ def run_fix_job(
         refused=published.refused or "",
         auto_merge_armed=published.auto_merge_error is None,
         patch=published.patch or "",  # rendered by landbot (comments.py), not the agent's text
+        files=published.files,
+        reproduce=reproduce,
     )
+
+
+def reproduce_command(evidence: Evidence) -> str:
+    """The failing job's first `run:` step (triage leaves `run` empty for a `uses:` step)."""
+    return next((job.run for job in evidence.jobs if job.run.strip()), "")

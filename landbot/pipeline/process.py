@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 
 from landbot.config import Settings
-from landbot.core.model import Drop, Evidence, FixerResult, PrSnapshot
+from landbot.core.model import Drop, Evidence, FixerResult, History, PrSnapshot
 from landbot.github.ops import GitHubOps
 from landbot.land import decide as d
 from landbot.land.act import Actor, Progress
@@ -46,7 +46,9 @@ class Lander:
         self.policy = Policy.from_settings(settings, fixer_enabled=fixer_enabled)
         self.progress = progress or (lambda msg: log.info("%s", msg))
         self.failpoint = failpoint or (lambda name: None)
-        self.actor = Actor(store, gh, progress=self.progress, failpoint=self.failpoint)
+        self.actor = Actor(
+            store, gh, progress=self.progress, failpoint=self.failpoint, policy=self.policy
+        )
 
     def process(self, drop_id: int, fixer: FixerResult | None = None) -> Decision:
         """Carry one drop to its outcome; safe to call again after a crash at any point."""
@@ -55,6 +57,10 @@ class Lander:
             raise ValueError(f"no drop {drop_id}")
         drop = row.drop
         plan = row.plan
+        if fixer is not None and fixer.pushed_sha:
+            # Counted against the PR's push cap whatever is decided next, and first of all:
+            # a drop at this head must be told from a push that is not landbot's.
+            self.store.record_push(drop.repo, drop.pr, fixer.pushed_sha)
         pr: PrSnapshot | None
         if plan is not None and (fixer is None) == (plan.get("fixer") is None):
             # The same stage was decided before (a worker died while acting): finish it.
@@ -115,8 +121,15 @@ class Lander:
         self.progress(f"re-reading {drop.repo}#{drop.pr}")
         pr = self.reread(drop)
         evidence = known or Evidence()
-        if known is None and d.needs_evidence(drop, pr, self.policy):
+        history = self.history(drop, pr.head_sha)
+        if known is None and d.needs_evidence(drop, pr, self.policy, history):
             self.progress(f"gathering evidence for {drop.repo}#{drop.pr} ({drop.reason})")
             evidence = self.gather(self.gh, self.store, drop)
-        history = self.store.budget(drop.repo, drop.pr, drop.head_sha)
         return d.decide(drop, pr, evidence, history, self.policy, fixer), evidence, pr
+
+    def history(self, drop: Drop, seen_head: str | None = None) -> History:
+        """The drop's head budget and the PR's caps now. `seen_head` is the head as just
+        re-read: one landbot did not push resets the PR's caps (someone else pushed)."""
+        if seen_head is not None:
+            self.store.note_head(drop.repo, drop.pr, seen_head)
+        return self.store.budget(drop.repo, drop.pr, drop.head_sha, window=self.policy.cap_window)

@@ -71,12 +71,18 @@ def make_lander(
     )
 
 
-def make_fixer(settings: Settings, client: Callable[[], FixClient]) -> FixRunner:
+def make_fixer(
+    settings: Settings, client: Callable[[], FixClient], store: Store | None = None
+) -> FixRunner:
     """The land-fixer job as the worker runs it: host-side workspace, sandboxed agent,
-    host-side publishing, with the worker's GitHub client."""
+    host-side publishing, with the worker's GitHub client. With `store`, the PR's push cap
+    is read again just before publishing (two jobs on one PR cannot both pass it)."""
     from landbot.fixer.job import JobLimits
     from landbot.git.workspace import Workspaces
+    from landbot.land.model import Policy
     from landbot.pipeline.fix import run_fix_job
+
+    policy = Policy.from_settings(settings, fixer_enabled=True)
 
     # Made on first use: a worker may never see a fix job.
     workspaces = functools.cache(
@@ -93,6 +99,10 @@ def make_fixer(settings: Settings, client: Callable[[], FixClient]) -> FixRunner
             evidence,
             limits=limits,
             model=settings.fixer.model,
+            budget=None
+            if store is None
+            else lambda: store.budget(drop.repo, drop.pr, drop.head_sha, window=policy.cap_window),
+            policy=policy if store is not None else None,
         )
 
     return run
@@ -108,7 +118,7 @@ def make_worker(settings: Settings, store: Store, *, gh: GitHubClient | None = N
     return Worker(
         store,
         lander,
-        fixer=make_fixer(settings, client),
+        fixer=make_fixer(settings, client, store),
         fixer_concurrency=settings.fixer.concurrency,
         lease=dt.timedelta(seconds=settings.worker.lease_seconds),
         idle_sleep=settings.worker.idle_sleep,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 SIZES = ("XS", "S", "M", "L", "XL")
 
@@ -54,6 +55,69 @@ class Finding:
             "message": self.message,
             "on_base": self.on_base,
         }
+
+
+RuleName = Literal[
+    "title_format",
+    "parent_sized",
+    "no_title",
+    "not_utf8",
+    "missing_required",
+    "not_a_quest",
+    "cycle",
+    "branch",
+]
+_FIXED: dict[str, RuleName] = {
+    TITLE_FORMAT: "title_format",
+    PARENT_SIZED: "parent_sized",
+    NO_TITLE: "no_title",
+    NOT_UTF8: "not_utf8",
+}
+_SLOT = "\0"  # the parameter's place in a template, to split it into its fixed words
+
+
+def _split(rule: RuleName, template: str) -> tuple[RuleName, str, str]:
+    before, _, after = template.partition(_SLOT)
+    return rule, before, after
+
+
+# Built from the message functions themselves, so a changed text cannot go unmatched.
+_TEMPLATES: tuple[tuple[RuleName, str, str], ...] = (
+    _split("missing_required", missing_required(_SLOT)),
+    _split("not_a_quest", not_a_quest(_SLOT)),
+    _split("cycle", cycle([_SLOT])),
+    _split("branch", branch_names_no_quest(_SLOT)),
+)
+
+
+@dataclass(frozen=True)
+class RenderedFinding:
+    """One `quest: <path>: <message>` line read back: which rule fired, on what, and the
+    rule's parameter (a link target, a cycle's paths, a branch name; "" for the others)."""
+
+    path: str
+    rule: RuleName
+    message: str
+    param: str = ""
+
+
+def parse_rendered(line: str) -> RenderedFinding | None:
+    """The finding a `quest check` output line reports, matched against the rules' own
+    message templates; None for anything else, and for a finding already on the base (not
+    the change's). Reads text only: whatever the line says is never acted on."""
+    if not line.startswith("quest: "):
+        return None
+    rest = line[len("quest: ") :]
+    for message, rule in _FIXED.items():
+        if rest.endswith(": " + message) and len(rest) > len(message) + 2:
+            return RenderedFinding(rest[: -len(message) - 2], rule, message)
+    for rule, before, after in _TEMPLATES:
+        head, sep, tail = rest.partition(": " + before)
+        if not sep or not head or not tail.endswith(after) or len(tail) <= len(after):
+            continue
+        param = tail[: len(tail) - len(after)] if after else tail
+        return RenderedFinding(head, rule, before + param + after, param)
+    return None
 
 
 def sort_findings(findings: Iterable[Finding]) -> list[Finding]:

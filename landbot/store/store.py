@@ -33,11 +33,17 @@ from landbot.store.tables import (
     drops,
     jobs,
     merge_groups,
+    pr_actions,
 )
 
 
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
+
+
+def _aware(when: dt.datetime) -> dt.datetime:
+    """A time read back by an aggregate (SQLite's MAX bypasses the column type: naive)."""
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
 
 
 def _fields(row: sa.Row[Any]) -> dict[str, Any]:
@@ -80,6 +86,12 @@ class Store:
         # check): the loser's insert is a no-op, and both then update the one row.
         self._insert_group = insert(merge_groups).on_conflict_do_nothing(
             index_elements=["repo", "head_sha"]
+        )
+        # Two workers may record one spend at once (a resumed plan): one row per key.
+        self._insert_pr_action = (
+            insert(pr_actions)
+            .on_conflict_do_nothing(index_elements=["key"])
+            .returning(pr_actions.c.id)
         )
 
     @classmethod
@@ -558,47 +570,169 @@ class Store:
 
     # --- budgets ---------------------------------------------------------------------
 
-    def budget(self, repo: str, pr: int, head_sha: str) -> History:
-        """Requeues and fixer attempts spent on this PR head (none yet: zeros)."""
+    def budget(
+        self,
+        repo: str,
+        pr: int,
+        head_sha: str,
+        *,
+        window: dt.timedelta | None = None,
+        now: dt.datetime | None = None,
+    ) -> History:
+        """Requeues and fixer attempts spent on this PR head (none yet: zeros), and
+        landbot's own actions on the PR across its heads (`History.pr_*`), counted since
+        the later of `now - window` (None: no bound) and the PR's last reset: a retry, or a
+        head landbot saw that is not one it pushed (a push that is not landbot's)."""
         with self.engine.connect() as conn:
             row = conn.execute(
                 sa.select(budgets.c.requeues, budgets.c.fixer_attempts).where(
                     budgets.c.repo == repo, budgets.c.pr == pr, budgets.c.head_sha == head_sha
                 )
             ).first()
-        return History(int(row.requeues), int(row.fixer_attempts)) if row else History()
+            counts = self._pr_counts(conn, repo, pr, window, now or utcnow())
+        head = (int(row.requeues), int(row.fixer_attempts)) if row else (0, 0)
+        return History(
+            *head,
+            pr_pushes=counts.get("push", 0),
+            pr_requeues=counts.get("requeue", 0),
+            pr_fixer_runs=counts.get("fixer_run", 0),
+            pr_capped=frozenset(k.removeprefix("cap:") for k in counts if k.startswith("cap:")),
+        )
+
+    def _pr_counts(
+        self,
+        conn: sa.Connection,
+        repo: str,
+        pr: int,
+        window: dt.timedelta | None,
+        now: dt.datetime,
+    ) -> dict[str, int]:
+        t = pr_actions
+        of_pr = (t.c.repo == repo, t.c.pr == pr)
+        ours = sa.select(t.c.sha).where(*of_pr, t.c.kind == "push", t.c.sha.is_not(None))
+        reset = conn.execute(
+            sa.select(sa.func.max(t.c.at)).where(
+                *of_pr,
+                sa.or_(
+                    t.c.kind == "reset",
+                    # A head landbot did not push: someone else pushed, the counts restart.
+                    sa.and_(t.c.kind == "head", t.c.sha.not_in(ours)),
+                ),
+            )
+        ).scalar_one_or_none()
+        bounds = [b for b in (reset, now - window if window is not None else None) if b]
+        cond = [*of_pr, t.c.kind.not_in(("head", "reset"))]
+        if bounds:
+            cond.append(t.c.at >= max(_aware(b) for b in bounds))
+        rows = conn.execute(sa.select(t.c.kind, sa.func.count()).where(*cond).group_by(t.c.kind))
+        return {str(kind): int(n) for kind, n in rows}
 
     def spend(
-        self, repo: str, pr: int, head_sha: str, *, requeues: int = 0, fixes: int = 0
+        self,
+        repo: str,
+        pr: int,
+        head_sha: str,
+        *,
+        requeues: int = 0,
+        fixes: int = 0,
+        key: str | None = None,
     ) -> History:
-        """Spend from this PR head's budget; returns what is spent now, this included."""
+        """Spend from this PR head's budget, and, in the same transaction, record the spend
+        on the PR (its caps across heads); returns what is spent now, this included.
+
+        `key` (the action ledger's key of the action that spends) makes it idempotent: a
+        plan replayed after a crash finds its spend recorded and spends nothing again."""
         now = utcnow()
-        key = (budgets.c.repo == repo, budgets.c.pr == pr, budgets.c.head_sha == head_sha)
+        key_ = (budgets.c.repo == repo, budgets.c.pr == pr, budgets.c.head_sha == head_sha)
         with self.tx() as conn:
-            res = conn.execute(
-                budgets.update()
-                .where(*key)
-                .values(
-                    requeues=budgets.c.requeues + requeues,
-                    fixer_attempts=budgets.c.fixer_attempts + fixes,
+            fresh = True
+            if key is not None:
+                kinds = ["requeue"] * bool(requeues) + ["fixer_run"] * bool(fixes)
+                recorded = [
+                    self._pr_action(conn, f"{key}:{kind}", repo, pr, kind, None, now)
+                    for kind in kinds
+                ]
+                fresh = all(recorded)
+            if fresh:
+                self._spend_head(conn, key_, repo, pr, head_sha, requeues, fixes, now)
+            row = conn.execute(
+                sa.select(budgets.c.requeues, budgets.c.fixer_attempts).where(*key_)
+            ).first()
+        return History(int(row.requeues), int(row.fixer_attempts)) if row else History()
+
+    def _spend_head(
+        self,
+        conn: sa.Connection,
+        key: tuple[Any, ...],
+        repo: str,
+        pr: int,
+        head_sha: str,
+        requeues: int,
+        fixes: int,
+        now: dt.datetime,
+    ) -> None:
+        res = conn.execute(
+            budgets.update()
+            .where(*key)
+            .values(
+                requeues=budgets.c.requeues + requeues,
+                fixer_attempts=budgets.c.fixer_attempts + fixes,
+                updated_at=now,
+            )
+        )
+        if res.rowcount == 0:
+            conn.execute(
+                budgets.insert().values(
+                    repo=repo,
+                    pr=pr,
+                    head_sha=head_sha,
+                    requeues=requeues,
+                    fixer_attempts=fixes,
                     updated_at=now,
                 )
             )
-            if res.rowcount == 0:
-                conn.execute(
-                    budgets.insert().values(
-                        repo=repo,
-                        pr=pr,
-                        head_sha=head_sha,
-                        requeues=requeues,
-                        fixer_attempts=fixes,
-                        updated_at=now,
-                    )
-                )
-            row = conn.execute(
-                sa.select(budgets.c.requeues, budgets.c.fixer_attempts).where(*key)
-            ).one()
-        return History(int(row.requeues), int(row.fixer_attempts))
+
+    def _pr_action(
+        self,
+        conn: sa.Connection,
+        key: str,
+        repo: str,
+        pr: int,
+        kind: str,
+        sha: str | None,
+        at: dt.datetime,
+    ) -> bool:
+        """Record one row of `pr_actions` once per key; False when the key was recorded."""
+        values = {"key": key, "repo": repo, "pr": pr, "kind": kind, "sha": sha, "at": at}
+        # A row comes back only when it was inserted (rowcount is -1 with RETURNING).
+        return conn.execute(self._insert_pr_action, values).first() is not None
+
+    def record_push(self, repo: str, pr: int, pushed_sha: str) -> bool:
+        """landbot pushed `pushed_sha` (a fix) to the PR: it counts against the push cap,
+        and a drop at that head is not someone else's push. Once per commit."""
+        with self.tx() as conn:
+            key = f"push:{repo}#{pr}:{pushed_sha}"
+            return self._pr_action(conn, key, repo, pr, "push", pushed_sha, utcnow())
+
+    def note_head(self, repo: str, pr: int, head_sha: str) -> bool:
+        """landbot saw the PR at `head_sha`; a head it did not push itself resets the PR's
+        caps from now (whichever order the push and the head are recorded in). Once per
+        head; True the first time."""
+        with self.tx() as conn:
+            key = f"head:{repo}#{pr}:{head_sha}"
+            return self._pr_action(conn, key, repo, pr, "head", head_sha, utcnow())
+
+    def reset_pr_caps(self, repo: str, pr: int, key: str) -> bool:
+        """A person asked landbot to try again (`/landbot retry`, `landbot retry`): the PR's
+        caps count from now. Once per request `key`."""
+        with self.tx() as conn:
+            return self._pr_action(conn, f"reset:{key}", repo, pr, "reset", None, utcnow())
+
+    def record_cap(self, repo: str, pr: int, cap: str, key: str) -> bool:
+        """landbot handed the PR back for reaching `cap`: a second drop past it, before a
+        reset or the window's end, mentions no one again. Once per action `key`."""
+        with self.tx() as conn:
+            return self._pr_action(conn, f"cap:{key}", repo, pr, f"cap:{cap}", None, utcnow())
 
     def reset_budget(self, repo: str, pr: int, head_sha: str) -> None:
         with self.tx() as conn:

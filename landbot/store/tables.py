@@ -192,3 +192,21 @@ merge_groups = sa.Table(
     sa.UniqueConstraint("repo", "head_sha", name="uq_merge_groups_repo_sha"),
     sa.Index("ix_merge_groups_repo_pr", "repo", "pr"),
 )
+
+
+# Revision 0005: landbot's own actions on a pull request across its heads (a push of a fix,
+# a re-enqueue, a fixer run, a cap hand-back), each head landbot saw, and each retry, with
+# their time: the per-PR caps count them. `key` (the action ledger's) counts a replay once.
+pr_actions = sa.Table(
+    "pr_actions",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("key", Str(300), nullable=False, unique=True),
+    sa.Column("repo", Str(200), nullable=False),
+    sa.Column("pr", sa.Integer, nullable=False),
+    # push, requeue, fixer_run, cap:<cap>, head (a head seen), reset (a retry)
+    sa.Column("kind", Str(30), nullable=False),
+    sa.Column("sha", Str(40)),  # the pushed commit, or the head seen
+    sa.Column("at", TS, nullable=False),
+    sa.Index("ix_pr_actions_repo_pr_at", "repo", "pr", "at"),
+)

@@ -15,6 +15,7 @@ whole drop rather than save thin evidence.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -22,15 +23,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from landbot.core.groups import FAILED, parse_group_ref
-from landbot.core.model import Drop, Evidence, FailedCheck, JobFailure, TriageClass
+from landbot.core.model import (
+    NOT_ITS_FAULT,
+    Drop,
+    Evidence,
+    FailedCheck,
+    JobFailure,
+    TriageClass,
+)
 from landbot.errors import LandbotError
 from landbot.github.errors import GitHubError, RateLimited
-from landbot.github.models import CheckRun, Job
+from landbot.github.models import CheckRun, Job, WorkflowRun
 from landbot.github.ops import GitHubOps, TriageGitHub
 from landbot.triage.classify import Rule, compile_rules
 from landbot.triage.combine import JobVerdict, evidence_why, overall
-from landbot.triage.explain import LogExplanation, explain_log
-from landbot.triage.log import DEFAULT_MAX_BYTES
+from landbot.triage.explain import LogExplanation, explain_parsed
+from landbot.triage.log import DEFAULT_MAX_BYTES, ParsedLog, parse_log
 
 if TYPE_CHECKING:
     from landbot.config import Settings
@@ -43,6 +51,8 @@ LOG_CONCLUSIONS = frozenset({"failure", "timed_out"})
 # GitHub no longer serves the log (expired, deleted, forbidden to this token): note it.
 _LOG_GONE = frozenset({403, 404, 410})
 _JOB_URL = re.compile(r"/actions/runs/(\d+)/job/(\d+)")
+
+log = logging.getLogger("landbot.triage")
 
 
 class Mirrors(Protocol):
@@ -94,12 +104,33 @@ class Gatherer:
             return self.failed_checks(ops, store, drop)
         if drop.reason == "merge_conflict":
             return self.conflict(ops, drop)
+        if drop.reason == "checks_timed_out":
+            # The names of the checks that never finished (a hand-back names them).
+            return self.timed_out(ops, store, drop)
         return Evidence()
+
+    # --- checks that timed out ------------------------------------------------------------
+
+    def timed_out(self, gh: TriageGitHub, store: Store, drop: Drop) -> Evidence:
+        """The checks of the merge group that never finished, by name (the hand-back after
+        a second timeout names them)."""
+        runs = RunsOnce(gh, drop.repo)
+        group = find_group_commit(gh, store, drop, runs)
+        if group is None:
+            return Evidence()
+        base, ahead = group_context(store, drop, group.sha, runs)
+        return Evidence(
+            group_sha=group.sha,
+            group_base_sha=base,
+            prs_ahead=ahead,
+            timed_out_checks=never_finished(group.checks),
+        )
 
     # --- failed checks --------------------------------------------------------------------
 
     def failed_checks(self, gh: TriageGitHub, store: Store, drop: Drop) -> Evidence:
-        group = find_group_commit(gh, store, drop)
+        runs = RunsOnce(gh, drop.repo)
+        group = find_group_commit(gh, store, drop, runs)
         if group is None:
             return Evidence(
                 triage_reason=(
@@ -128,13 +159,49 @@ class Gatherer:
                 f" (landbot read {self.max_logs} of {self.max_logs + capped} failed jobs' logs; "
                 "it reads at most that many per drop)"
             )
+        # The PRs ahead matter to a person reproducing the failure, not to a re-enqueue of
+        # one that is not the PR's fault: no listing of runs for that (unless already read).
+        needed = cls not in NOT_ITS_FAULT or runs.read
+        base, ahead = group_context(store, drop, group.sha, runs if needed else None)
         return Evidence(
             failed_checks=checks,
             triage_class=cls,
             triage_reason=reason,
             jobs=tuple(v.failure for v in verdicts),
             merge_group_source=group.source,
+            group_sha=group.sha,
+            group_base_sha=base,
+            prs_ahead=ahead,
+            quest_explanations=(
+                self.quest_explanations(gh, drop, [v.failure for v in verdicts])
+                if cls == "policy"
+                else ()
+            ),
         )
+
+    def quest_explanations(
+        self, gh: TriageGitHub, drop: Drop, jobs: Sequence[JobFailure]
+    ) -> tuple[str, ...]:
+        """Each quest finding of the log explained from the pull request's change, read in
+        the cached mirror (the one the conflict triage and the fixer share). Best effort:
+        git trouble leaves the evidence without explanations, not the drop without triage."""
+        from landbot.git.workspace import has_commit
+        from landbot.triage.quest_explain import explain_policy, findings_in_jobs
+
+        if not findings_in_jobs(jobs):
+            return ()  # nothing to explain: no fetch
+        try:
+            mirrors = self.mirrors()
+            base_ref = drop.base_ref or gh.pull_request(drop.repo, drop.pr).base_ref
+            local = self.settings is not None and self.settings.github.git_url.startswith("file:")
+            token = None if local else gh.git_token(drop.repo)
+            fetched_head, base_sha = mirrors.sync(drop.repo, drop.pr, base_ref, token=token)
+        except LandbotError as exc:
+            log.warning("%s#%s: no quest explanations: %s", drop.repo, drop.pr, exc)
+            return ()
+        mirror = mirrors.mirror_path(drop.repo)
+        head = drop.head_sha if has_commit(mirror, drop.head_sha) else fetched_head
+        return explain_policy(mirror, head, base_sha, jobs)
 
     def explain_checks(
         self, gh: TriageGitHub, repo: str, failed: Sequence[CheckRun]
@@ -166,12 +233,12 @@ class Gatherer:
     def from_log(self, gh: TriageGitHub, repo: str, check: CheckRun, job: Job | None) -> JobVerdict:
         try:
             with gh.job_log(repo, check.id) as chunks:
-                explained = explain_log(
-                    chunks,
-                    steps=job.steps if job is not None else None,
-                    rules=self.rules,
-                    max_bytes=self.max_log_bytes,
-                )
+                # Parsed here rather than through explain_log: the failing step's echoed
+                # script is the command a person re-runs.
+                parsed = parse_log(chunks, max_bytes=self.max_log_bytes)
+            explained = explain_parsed(
+                parsed, steps=job.steps if job is not None else None, rules=self.rules
+            )
         except RateLimited:
             raise
         except GitHubError as exc:
@@ -180,7 +247,7 @@ class Gatherer:
             return without_log(
                 check, _by_conclusion(check), f"GitHub did not serve its log ({exc.status})"
             )
-        return log_verdict(check, job, explained)
+        return log_verdict(check, job, explained, parsed)
 
     # --- merge conflicts ------------------------------------------------------------------
 
@@ -228,7 +295,27 @@ class Gatherer:
 # --- the merge-group commit -----------------------------------------------------------------
 
 
-def find_group_commit(gh: TriageGitHub, store: Store, drop: Drop) -> GroupCommit | None:
+class RunsOnce:
+    """The repository's newest merge-group workflow runs, listed at most once per drop
+    (finding the group commit and the PRs ahead of it both read them)."""
+
+    def __init__(self, gh: TriageGitHub, repo: str) -> None:
+        self._gh, self._repo = gh, repo
+        self._runs: list[WorkflowRun] | None = None
+
+    @property
+    def read(self) -> bool:
+        return self._runs is not None
+
+    def __call__(self) -> list[WorkflowRun]:
+        if self._runs is None:
+            self._runs = self._gh.merge_group_runs(self._repo)
+        return self._runs
+
+
+def find_group_commit(
+    gh: TriageGitHub, store: Store, drop: Drop, runs: RunsOnce | None = None
+) -> GroupCommit | None:
     """The commit the queue tested and failed, with its check runs.
 
     Routes are tried in order of cost; a candidate whose checks all passed cannot be why the
@@ -237,7 +324,7 @@ def find_group_commit(gh: TriageGitHub, store: Store, drop: Drop) -> GroupCommit
     """
     first: GroupCommit | None = None
     seen: set[str] = set()
-    for sha, source in group_candidates(gh, store, drop):
+    for sha, source in group_candidates(gh, store, drop, runs or RunsOnce(gh, drop.repo)):
         if sha in seen:
             continue
         seen.add(sha)
@@ -248,7 +335,9 @@ def find_group_commit(gh: TriageGitHub, store: Store, drop: Drop) -> GroupCommit
     return first
 
 
-def group_candidates(gh: TriageGitHub, store: Store, drop: Drop) -> Iterator[tuple[str, str]]:
+def group_candidates(
+    gh: TriageGitHub, store: Store, drop: Drop, runs: RunsOnce
+) -> Iterator[tuple[str, str]]:
     """(sha, where it came from), lazily: a later route costs calls only if it is reached."""
     if drop.merge_group_sha:
         yield drop.merge_group_sha, "recorded on the drop"
@@ -258,7 +347,7 @@ def group_candidates(gh: TriageGitHub, store: Store, drop: Drop) -> Iterator[tup
         # A row made from a failed check's webhook (the merge_group event missed) has no base.
         source = "merge_group event" if newest.base_ref else "failed check webhook"
         yield str(newest.head_sha), source
-    for run in gh.merge_group_runs(drop.repo):  # newest first
+    for run in runs():  # newest first
         ref = parse_group_ref(run.head_branch)
         if ref is not None and ref.pr == drop.pr:
             yield run.head_sha, "merge-group workflow run"
@@ -301,22 +390,105 @@ def run_id_of(check: CheckRun) -> int | None:
     return None
 
 
-def log_verdict(check: CheckRun, job: Job | None, e: LogExplanation) -> JobVerdict:
+def log_verdict(
+    check: CheckRun, job: Job | None, e: LogExplanation, parsed: ParsedLog | None = None
+) -> JobVerdict:
     cls = e.class_
     if cls == "unknown":
         cls = _by_conclusion(check)
     why = evidence_why(e.evidence[0].line, e.evidence[0].text) if e.evidence else ""
+    url = check.html_url or (job.html_url if job else None) or check.details_url or ""
     failure = JobFailure(
         job=check.name,
-        url=check.html_url or (job.html_url if job else None) or check.details_url or "",
+        url=url,
         # The log's `Run …` title is the command: what a person (or the fixer) re-runs.
         step=e.step_title or e.step,
         error_lines=e.error_lines,
         excerpt=tuple((x.line, x.text) for x in e.excerpt),
         summary=e.summary,
         class_=cls,
+        run=run_script(parsed) if parsed is not None else "",
+        line_url=step_line_url(url, e, parsed.first_error if parsed is not None else None),
     )
     return JobVerdict(failure, why)
+
+
+def run_script(parsed: ParsedLog) -> str:
+    """The failing step's own script, as the log echoes it in the step's header group
+    (the lines before `shell:`). A `uses:` step's header shows `with:` and no `shell:`:
+    its title names an action, not a command, so it gives no script."""
+    if parsed.step_title is None or not parsed.step_title.startswith("Run "):
+        return ""
+    script: list[str] = []
+    for line in parsed.step_script:
+        if line.startswith("shell: "):
+            break
+        script.append(line)
+    else:
+        return ""  # no shell: not a `run:` step, or a header cut by the bounds
+    title = parsed.step_title.removeprefix("Run ").strip()
+    # GitHub echoes the whole script; a log that shows only the rest has it in the title.
+    if title and (not script or script[0].strip() != title):
+        script.insert(0, title)
+    return "\n".join(line.rstrip() for line in script if line.strip())
+
+
+def step_line_url(job_url: str, e: LogExplanation, error_line: int | None) -> str:
+    """GitHub's link to the failing line of the step's log (`#step:N:L`, L counted from the
+    step's own first line), when the job page, the step's number and its start are known."""
+    m = _JOB_URL.search(job_url)
+    if m is None or "#" in job_url or e.step_number is None or e.step_line is None:
+        return ""
+    if error_line is None or error_line < e.step_line:
+        return ""
+    return f"{job_url}#step:{e.step_number}:{error_line - e.step_line + 1}"
+
+
+def never_finished(checks: Sequence[CheckRun]) -> tuple[str, ...]:
+    """The checks that did not finish: still queued or running when the queue gave up, or
+    concluded `timed_out` / `stale`."""
+    names: list[str] = []
+    for check in checks:
+        unfinished = check.status != "completed" or check.conclusion in ("timed_out", "stale")
+        if unfinished and check.name not in names:
+            names.append(check.name)
+    return tuple(names)
+
+
+# Merge groups followed back at most this far: a queue deeper than this is rare.
+MAX_AHEAD = 20
+
+
+def group_context(
+    store: Store, drop: Drop, group_sha: str, runs: RunsOnce | None
+) -> tuple[str | None, tuple[int, ...]]:
+    """The commit the merge group was built on, and the pull requests ahead of this one in
+    the group (oldest first): each group's ref names the commit it was built on, which is
+    the group of the pull request ahead while there is one. One call (the newest
+    merge-group runs)."""
+    base: str | None = None
+    for row in store.groups_for(drop.repo, drop.pr):
+        if row.head_sha == group_sha:
+            ref = parse_group_ref(row.head_ref)
+            base = row.base_sha or (ref.base_sha if ref else None)
+            break
+    built_on: dict[str, tuple[int, str]] = {}
+    if runs is None:
+        return base, ()
+    for run in runs():
+        ref = parse_group_ref(run.head_branch)
+        if ref is not None:
+            built_on.setdefault(run.head_sha, (ref.pr, ref.base_sha))
+    if base is None and group_sha in built_on:
+        base = built_on[group_sha][1]
+    ahead: list[int] = []
+    cursor = base
+    while cursor in built_on and len(ahead) < MAX_AHEAD:
+        pr, cursor = built_on[cursor]
+        if pr == drop.pr or pr in ahead:
+            break  # a loop in what GitHub reported: stop rather than invent a queue
+        ahead.append(pr)
+    return base, tuple(reversed(ahead))
 
 
 _CONCLUSION_CLASS: dict[str, TriageClass] = {

@@ -109,7 +109,9 @@ def test_a_flaky_runner_is_re_enqueued_once_and_then_merges(demo: dict[str, Any]
     assert "put it back in the queue once" in status
 
 
-def test_a_quest_check_failure_is_handed_back_with_the_finding(demo: dict[str, Any]) -> None:
+def test_a_quest_check_failure_is_explained_and_handed_back_with_the_finding(
+    demo: dict[str, Any],
+) -> None:
     pull = story(demo, "policy")
     [drop] = drops(pull)
     assert (drop["reason"], drop["class"], drop["outcome"]) == (
@@ -122,9 +124,12 @@ def test_a_quest_check_failure_is_handed_back_with_the_finding(demo: dict[str, A
     [handback] = comments(pull, "handback")
     assert handback.startswith(f"{HANDBACK_MARKER}\n@bob ")
     assert POLICY_FINDING in handback  # the exact `quest: <path>: <message>` line
-    assert "The quest check failed." in handback
+    assert "**Triage:** policy: the quest check failed" in handback
+    # The fixer looked first: it explains what the change did and leaves the decision.
+    assert "**The fixer found:** the quest check fails because of what this pull" in handback
+    assert [d["fix_mode"] for d in drops(pull)] == ["agent"]
     [status] = comments(pull, "status")
-    assert "handed it back to @bob" in status
+    assert "handed it back to the author" in status and "@bob" not in status  # one mention
     assert pull["landbot_commits"] == []
 
 

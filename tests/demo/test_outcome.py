@@ -56,7 +56,9 @@ GOOD = {
     "policy": record(
         "policy",
         state="open",
-        drops=(DropRecord(1, "failed_checks", "policy", "handed_back", "", "webhook"),),
+        drops=(
+            DropRecord(1, "failed_checks", "policy", "handed_back", "", "webhook", "agent", "done"),
+        ),
         comments=(STATUS, HANDBACK),
         findings=(POLICY_FINDING,),
     ),
@@ -102,7 +104,7 @@ BROKEN = [
         "handed it back",
     ),
     ("policy", dataclasses.replace(GOOD["policy"], state="merged"), "merged with a broken"),
-    ("policy", _drop(GOOD["policy"], fix_mode="agent"), "went to the fixer"),
+    ("policy", _drop(GOOD["policy"], fix_mode=None), "fixer did not look"),
     ("flaky", _drop(GOOD["flaky"], fix_mode="agent"), "did not re-enqueue"),
     ("policy", _drop(GOOD["policy"], cls="genuine"), "not hand it back as a quest"),
     ("policy", dataclasses.replace(GOOD["policy"], comments=(STATUS,)), "no hand-back comment"),
@@ -140,7 +142,7 @@ def test_a_story_that_did_not_happen_is_named(key: str, pull: PullRecord, proble
 def test_what_happened_reads_the_record() -> None:
     assert happened(GOOD["flaky"]) == "dropped: failed_checks [infrastructure] → requeued; merged"
     assert happened(GOOD["conflict"]) == "dropped: merge_conflict → fixed (merge_driver); merged"
-    assert happened(GOOD["policy"]) == "dropped: failed_checks [policy] → handed_back"
+    assert happened(GOOD["policy"]) == "dropped: failed_checks [policy] → handed_back (agent)"
     assert final_state(GOOD["policy"]) == "handed back"
     assert final_state(dataclasses.replace(GOOD["flaky"], state="open", queued=True)) == (
         "in the queue"

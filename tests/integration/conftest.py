@@ -127,3 +127,41 @@ def world(tmp_path: Path, database_url: str) -> Iterator[World]:
             web.stop()
             client.close()
             store.close()
+
+
+@pytest.fixture
+def sandbox_dir() -> Iterator[Path]:
+    """A folder the sandbox uid can traverse (pytest's own tmp root is mode 700)."""
+    import os
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="landbot-caps-"))
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def with_command_agent(world: World, folder: Path, script: str) -> None:
+    """Switch the World's land loop and worker to the real fixer with a command agent (the
+    script, run in the sandbox), under the World's settings as they are now."""
+    import os
+    import stat
+
+    from landbot.pipeline.wiring import make_fixer
+
+    agent = folder / "agent" / "fix.py"
+    agent.parent.mkdir()
+    agent.write_text(script)
+    agent.chmod(agent.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    os.chmod(agent.parent, 0o755)
+    world.settings.fixer.command = [str(agent)]
+    world.settings.fixer.state_dir = folder / "state"
+    world.settings.fixer.timeout = 60
+    lander = Lander(world.settings, world.store, world.client, fixer_enabled=True)
+    world.lander = lander
+    world.worker = Worker(
+        world.store,
+        lambda: lander,
+        fixer=make_fixer(world.settings, lambda: world.client, world.store),
+    )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from landbot.land.comments import HANDBACK_MARKER, STATUS_MARKER
+from landbot.land.comments import FIX_MARKER, HANDBACK_MARKER, STATUS_MARKER
 from landbot.pipeline.process import Lander
 from landbot.pipeline.wiring import make_fixer
 from landbot.pipeline.worker import Worker
@@ -70,7 +70,9 @@ def with_fixer(world: World, tmp_path: Path, script: str) -> None:
     lander = Lander(world.settings, world.store, world.client, fixer_enabled=True)
     world.lander = lander
     world.worker = Worker(
-        world.store, lambda: lander, fixer=make_fixer(world.settings, lambda: world.client)
+        world.store,
+        lambda: lander,
+        fixer=make_fixer(world.settings, lambda: world.client, world.store),
     )
 
 
@@ -92,8 +94,12 @@ def test_a_genuine_failure_is_fixed_published_and_merges(world: World, open_dir:
     pr = world.gh.pull(world.repo, pr.number)
     assert pr.head_sha != drop.head_sha and pr.auto_merge is not None
     assert world.mutations().count("EnablePullRequestAutoMerge") == 1
-    [status] = world.bot_comments(pr.number)
-    assert STATUS_MARKER in status.body and "pushed a fix" in status.body
+    [status] = [c for c in world.bot_comments(pr.number) if STATUS_MARKER in c.body]
+    assert "pushed a fix" in status.body
+    # The push is announced in a comment of its own (an edit would notify no one).
+    [announced] = [c for c in world.bot_comments(pr.number) if FIX_MARKER in c.body]
+    assert (status.body.count("@"), len(world.bot_comments(pr.number))) == (0, 2)
+    assert announced.body.count(f"@{pr.author}") == 1
     world.gh.sync()
     world.gh.run_queue(world.repo)
     assert world.gh.pull(world.repo, pr.number).merged

@@ -37,7 +37,7 @@ from typing import Any
 
 import pytest
 
-from landbot.land.comments import HANDBACK_MARKER, STATUS_MARKER
+from landbot.land.comments import FIX_MARKER, HANDBACK_MARKER, STATUS_MARKER
 from landbot.sim import CheckScenario, FakeGitHub, FakeGitHubServer
 from landbot.sim.scenarios import CheckContext
 from landbot.store import Store
@@ -411,7 +411,7 @@ def control(world: Hostile, attack: Attack, branch: str, base_sha: str) -> None:
 _LIVE_MENTION = re.compile(r"@([A-Za-z0-9][A-Za-z0-9_-]*(?:/[A-Za-z0-9_.-]+)?)")
 _URL = re.compile(r"(?:https?|ftp|mailto|file|javascript|data):[^\s)\"'>]*|www\.[^\s)\"'>]*", re.I)
 _TAG = re.compile(r"<\s*/?\s*([A-Za-z][A-Za-z0-9-]*)")
-_OWN_MARKER = re.compile(r"<!-- landbot:(?:status|handback|drop \d+) -->")
+_OWN_MARKER = re.compile(r"<!-- landbot:(?:status|handback|fix|drop \d+) -->")
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -447,7 +447,7 @@ def text_problems(body: str, world: Hostile, attack: Attack) -> list[str]:
     hidden = re.findall(r"<!--.*?(?:-->|$)", body, re.S)
     if any(not _OWN_MARKER.fullmatch(h) for h in hidden) or len(set(hidden)) != len(hidden):
         problems.append(f"HTML comments {hidden} (a forged landbot marker?)")
-    if not body.startswith((HANDBACK_MARKER, STATUS_MARKER)):
+    if not body.startswith((HANDBACK_MARKER, STATUS_MARKER, FIX_MARKER)):
         problems.append("does not start with landbot's marker")
     if _CONTROL.search(body):
         problems.append("control or bidi characters (ESC included)")

@@ -49,9 +49,10 @@ PYTEST = CheckScenario.failing(
 )
 # What one CI_FAILURE drop handed back costs, every call counted (README figure):
 # 1 GraphQL re-read of the PR, 1 check-run listing, 1 job (its steps), 2 for the log
-# (the API's redirect and the download), then 4 for the comments (GET /user once per
-# process, the listing for the sticky status comment, the status, the hand-back).
-CI_FAILURE_CALLS = 9
+# (the API's redirect and the download), 1 listing of the newest merge-group runs (the
+# PRs ahead in the group, for the reproduce block), then 4 for the comments (GET /user once
+# per process, the listing for the sticky status comment, the status, the hand-back).
+CI_FAILURE_CALLS = 10
 
 
 def test_a_ci_failure_is_explained_from_the_job_log(world: World) -> None:

@@ -156,8 +156,10 @@ def test_names_from_the_repository_cannot_break_out_of_code() -> None:
     text = render_handback("conflict", drop, PR, evidence)
     assert "\n<img" not in text
     assert "- ``a`b.md``" in text
+    # The commands name the files quoted, in a fence no backtick run inside can close.
     fence_lines = [line for line in text.splitlines() if line.startswith("```")]
-    assert fence_lines[-2] == "````sh" and fence_lines[-1] == "````"
+    assert fence_lines[-2] == "```sh" and fence_lines[-1] == "```"
+    assert "git add 'a`b.md' 'x <img src=https://evil.example>.md' '``' &&" in text
 
 
 def test_a_check_url_that_is_not_a_plain_https_url_is_no_link() -> None:
@@ -178,3 +180,30 @@ def test_a_patch_is_shown_in_a_fence_it_cannot_close() -> None:
     fixer = FixerResult("fixed", summary="s", refused="fork", patch="+```\n+<img src=x>\n")
     text = render_handback("fix_refused", DROP, PR, JOBS, fixer)
     assert "````diff\n+```\n+<img src=x>\n````" in text
+
+
+def test_the_fix_announcement_notifies_the_author_and_keeps_the_fixers_words_inert() -> None:
+    from landbot.land.comments import FIX_MARKER, render_fix_pushed
+
+    fixer = FixerResult(
+        "fixed",
+        summary=HOSTILE,
+        pushed_sha="f" * 40,
+        reproduce="pytest -q",
+        files=(("src/a`b.py", 2, 1),),
+    )
+    text = render_fix_pushed(DROP, PR, JOBS, fixer)
+    assert text.startswith(FIX_MARKER + "\n@alice ")
+    assert text.count("@alice") == 1
+    assert _live(text.replace(FIX_MARKER, "", 1)) == []  # landbot's own marker aside
+    assert text.count(FIX_MARKER) == 1
+    assert "- ``src/a`b.py`` (+2 −1)" in text
+
+
+def test_the_configured_skip_label_is_named() -> None:
+    from landbot.land.model import Policy
+
+    text = render_handback("failed_checks", DROP, PR, JOBS, policy=Policy(skip_label="hold"))
+    assert "add the `hold` label" in text and "landbot:skip" not in text
+    # Control: without a policy, the default label.
+    assert "add the `landbot:skip` label" in render_handback("failed_checks", DROP, PR, JOBS)

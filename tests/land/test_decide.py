@@ -29,6 +29,8 @@ from landbot.land.decide import (
     fix_head_moved,
     job_failed,
     needs_evidence,
+    pr_cap,
+    push_capped,
     pushed_while_queued,
     superseded,
     taken_away,
@@ -38,6 +40,8 @@ from landbot.land.model import (
     DEFAULT_REASON_ACTIONS,
     HANDBACK_TOPICS,
     STATUS_TOPICS,
+    AnnounceFix,
+    Cap,
     HandBack,
     Policy,
     ReasonAction,
@@ -241,10 +245,28 @@ def kinds(d):  # type: ignore[no-untyped-def]
             "requeued",
             [("Requeue", ""), ("Status", "requeued_not_its_fault")],
         ),
+        # A policy failure goes to the fixer when one is configured (issue 13)...
         (
             "failed_checks",
             "policy",
             History(),
+            True,
+            "pending",
+            [("RunFixer", "agent"), ("Status", "fixing_failed_checks")],
+        ),
+        # ...and without one, or with its attempt spent, is handed back as policy.
+        (
+            "failed_checks",
+            "policy",
+            History(),
+            False,
+            "handed_back",
+            [("Status", "handed_back"), ("HandBack", "policy")],
+        ),
+        (
+            "failed_checks",
+            "policy",
+            History(fixer_attempts=1),
             True,
             "handed_back",
             [("Status", "handed_back"), ("HandBack", "policy")],
@@ -400,6 +422,17 @@ def test_every_decision_under_every_policy_names_a_known_topic() -> None:
                     seen.add(f"handback:{a.topic}")
     # The walk reaches the general topics too (the control that it walks overrides at all).
     assert {"status:requeued", "handback:requeued_again", "handback:removed"} <= seen
+    # With the PR's caps reached, every path that re-enqueues or runs the fixer ends in the
+    # cap's hand-back, whose topic has a template too.
+    capped = History(pr_pushes=9, pr_requeues=9, pr_fixer_runs=9)
+    for reason, cls, result in itertools.product(REASONS, CLASSES, FIXER_RESULTS):
+        drop = replace(DROP, reason=reason, raw_reason=reason.upper())
+        policy = Policy(fixer_enabled=True)
+        for a in decide(drop, OPEN, Evidence(triage_class=cls), capped, policy, result).actions:
+            if isinstance(a, HandBack):
+                assert a.topic in HANDBACK_TOPICS
+                seen.add(f"handback:{a.topic}")
+    assert "handback:cap_reached" in seen
 
 
 def test_a_person_retrying_an_ignored_reason_requeues_it_with_the_general_topic() -> None:
@@ -431,6 +464,17 @@ def test_without_look_only_for_a_reason_the_policy_ignores_from_a_door(
         assert early is None
     # After the fixer the PR is always re-read.
     assert without_look(drop, Policy(), FixerResult("fixed")) is None
+
+
+@pytest.mark.parametrize("reason", ["checks_timed_out", "roll_back"])
+def test_a_reenqueue_reads_no_evidence_a_hand_back_does(reason: str) -> None:
+    drop = replace(DROP, reason=reason)  # type: ignore[arg-type]
+    # Within the head's budget the timeout is re-enqueued: nothing to read for that.
+    assert not needs_evidence(drop, OPEN, Policy(), History())
+    # The control: past it, the hand-back names what never finished, so triage runs.
+    assert needs_evidence(drop, OPEN, Policy(), History(requeues=1))
+    assert needs_evidence(drop, OPEN, Policy(), History(pr_requeues=3))  # the PR's cap
+    assert needs_evidence(DROP, OPEN, Policy(), History())  # failed checks: always
 
 
 @pytest.mark.parametrize("state", sorted(STALE))
@@ -475,7 +519,24 @@ def test_a_conflict_already_merged_only_needs_the_queue() -> None:
     assert result.verdict == "flaky" and "main" in result.summary
     conflict = replace(DROP, reason="merge_conflict")
     d = decide(conflict, OPEN, Evidence(), History(), Policy(fixer_enabled=True), result)
+    # Its own path: the conflict was gone, never "the fixer found the failure flaky".
     assert d.outcome == "requeued"
+    assert kinds(d) == [("Requeue", ""), ("Status", "requeued_conflict_gone")]
+    spent = decide(conflict, OPEN, Evidence(), History(1), Policy(fixer_enabled=True), result)
+    assert kinds(spent) == [("Status", "handed_back"), ("HandBack", "conflict_gone_again")]
+    # The control: a flaky verdict on failed checks keeps the flaky-verdict topics.
+    d = decide(DROP, OPEN, Evidence(), History(), Policy(fixer_enabled=True), result)
+    assert kinds(d) == [("Requeue", ""), ("Status", "requeued_flaky_verdict")]
+    d = decide(DROP, OPEN, Evidence(), History(1), Policy(fixer_enabled=True), result)
+    assert kinds(d) == [("Status", "handed_back"), ("HandBack", "flaky_verdict_again")]
+
+
+def test_no_flaky_verdict_topic_for_a_conflict_anywhere() -> None:
+    conflict = replace(DROP, reason="merge_conflict")
+    flaky_topics = {"requeued_flaky_verdict", "flaky_verdict_again"}
+    for hist, result in itertools.product(HISTORIES, FIXER_RESULTS):
+        d = decide(conflict, OPEN, Evidence(), hist, Policy(fixer_enabled=True), result)
+        assert not {getattr(a, "topic", None) for a in d.actions} & flaky_topics, d
 
 
 @pytest.mark.parametrize(
@@ -554,3 +615,168 @@ def test_a_push_while_queued_is_told_from_a_removal_of_this_head(
         assert not needs_evidence(drop, pr, Policy())
     else:
         assert d.actions != () or (d.outcome == "ignored" and "pushed" not in d.why)
+
+
+# --- caps per pull request across heads (issue 13) ----------------------------------------
+
+CAPS: tuple[Cap, ...] = get_args(Cap)
+CAPPED = Policy(fixer_enabled=True)  # the defaults: 2 pushes, 3 re-enqueues, 3 fixer runs
+LIMIT = {
+    "pushes": CAPPED.max_pushes_per_pr,
+    "requeues": CAPPED.max_requeues_per_pr,
+    "fixer_runs": CAPPED.max_fixer_runs_per_pr,
+}
+FIELD = {"pushes": "pr_pushes", "requeues": "pr_requeues", "fixer_runs": "pr_fixer_runs"}
+
+
+def cap_states():  # type: ignore[no-untyped-def]
+    """Each cap one below its value or at it, and whether its hand-back was given."""
+    for at in itertools.product((False, True), repeat=len(CAPS)):
+        counts = {FIELD[c]: LIMIT[c] - 1 + reached for c, reached in zip(CAPS, at, strict=True)}
+        reached = frozenset(c for c, r in zip(CAPS, at, strict=True) if r)
+        for announced in (frozenset(), reached, frozenset(CAPS)):
+            yield counts, reached, announced
+
+
+def expected_with_caps(base, reached, announced):  # type: ignore[no-untyped-def]
+    """The spec, stated on the decision without caps: a re-enqueue or a fixer run past a
+    reached cap becomes that cap's one hand-back (or, given already, a status edit only);
+    every other decision is unchanged."""
+    kinds_ = {type(a) for a in base.actions}
+    cap: str | None = None
+    if Requeue in kinds_ and "requeues" in reached:
+        cap = "requeues"
+    if RunFixer in kinds_:
+        cap = next((c for c in ("pushes", "fixer_runs") if c in reached), None)
+    if cap is None:
+        return base.outcome, base.actions
+    if cap in announced:
+        return "ignored", (Status("handed_back"),)
+    return "handed_back", (Status("handed_back"), HandBack("cap_reached", cap=cap))  # type: ignore[arg-type]
+
+
+def test_every_path_with_every_combination_of_the_caps() -> None:
+    walked = 0
+    seen_caps: set[str] = set()
+    for drop, ev, hist, policy, result in all_cases():
+        policy = replace(policy, fixer_enabled=policy.fixer_enabled)
+        base = decide(drop, OPEN, ev, hist, policy, result)
+        for counts, reached, announced in cap_states():
+            h = replace(hist, **counts, pr_capped=announced)
+            d = decide(drop, OPEN, ev, h, policy, result)
+            assert (d.outcome, d.actions) == expected_with_caps(base, reached, announced), (
+                drop.reason,
+                ev,
+                h,
+                result,
+                d,
+            )
+            # Nothing past a cap is ever done, whatever the path.
+            for a in d.actions:
+                if isinstance(a, Requeue):
+                    assert h.pr_requeues < policy.max_requeues_per_pr
+                if isinstance(a, RunFixer):
+                    assert h.pr_pushes < policy.max_pushes_per_pr
+                    assert h.pr_fixer_runs < policy.max_fixer_runs_per_pr
+                if isinstance(a, HandBack) and a.topic == "cap_reached":
+                    assert a.cap in reached and a.cap not in announced
+                    seen_caps.add(a.cap)  # type: ignore[arg-type]
+            walked += 1
+    assert walked > 200_000
+    assert seen_caps == set(CAPS)  # the walk reaches the hand-back of every cap
+
+
+def test_below_every_cap_the_decision_is_unchanged() -> None:
+    """The control of the walk: counts one below each cap change nothing at all."""
+    below = History(pr_pushes=1, pr_requeues=2, pr_fixer_runs=2)
+    for drop, ev, hist, policy, result in all_cases():
+        h = replace(hist, pr_pushes=1, pr_requeues=2, pr_fixer_runs=2)
+        assert decide(drop, OPEN, ev, h, policy, result) == decide(
+            drop, OPEN, ev, hist, policy, result
+        ), (drop.reason, ev, below, result)
+
+
+@pytest.mark.parametrize(
+    ("reason", "cls", "history", "cap"),
+    [
+        ("failed_checks", "genuine", History(pr_pushes=2), "pushes"),
+        ("failed_checks", "genuine", History(pr_fixer_runs=3), "fixer_runs"),
+        ("failed_checks", "policy", History(pr_fixer_runs=3), "fixer_runs"),
+        ("merge_conflict", None, History(pr_pushes=2), "pushes"),
+        ("failed_checks", "flaky", History(pr_requeues=3), "requeues"),
+        ("checks_timed_out", None, History(pr_requeues=3), "requeues"),
+        # Both reached: the push cap is named (what the author sees landbot doing).
+        ("failed_checks", "genuine", History(pr_pushes=2, pr_fixer_runs=3), "pushes"),
+    ],
+)
+def test_past_a_cap_one_hand_back_names_it_then_no_second_mention(
+    reason: str, cls: TriageClass | None, history: History, cap: str
+) -> None:
+    drop = replace(DROP, reason=reason)  # type: ignore[arg-type]
+    ev = Evidence(triage_class=cls, conflict_files=("app.py",))
+    d = decide(drop, OPEN, ev, history, CAPPED)
+    assert d.outcome == "handed_back"
+    assert d.actions == (Status("handed_back"), HandBack("cap_reached", cap=cap))  # type: ignore[arg-type]
+    named = {"pushes": "fixes pushed", "requeues": "re-enqueues", "fixer_runs": "fixer runs"}
+    assert f"{named[cap]}: {LIMIT[cap]} of {LIMIT[cap]} per day" in d.why
+    # The same cap, handed back already, nothing reset it: no new mention.
+    again = decide(drop, OPEN, ev, replace(history, pr_capped=frozenset({cap})), CAPPED)
+    assert again.outcome == "ignored" and again.actions == (Status("handed_back"),)
+    # Another cap's hand-back given does not silence this one.
+    others = frozenset(CAPS) - {cap}
+    other = decide(drop, OPEN, ev, replace(history, pr_capped=others), CAPPED)
+    assert other == d
+    # The control: one below the cap, landbot acts.
+    field = FIELD[cap]
+    below = replace(history, **{field: LIMIT[cap] - 1})
+    if cap == "pushes" and history.pr_fixer_runs >= LIMIT["fixer_runs"]:
+        below = replace(below, pr_fixer_runs=0)
+    acted = decide(drop, OPEN, ev, below, CAPPED)
+    assert acted.outcome in ("requeued", "pending"), acted
+
+
+def test_pr_cap_names_which_cap_stops_what() -> None:
+    assert pr_cap(History(), CAPPED, "requeue") is None
+    assert pr_cap(History(), CAPPED, "fixer") is None
+    assert pr_cap(History(pr_requeues=3), CAPPED, "requeue") == "requeues"
+    assert pr_cap(History(pr_requeues=3), CAPPED, "fixer") is None
+    assert pr_cap(History(pr_pushes=2), CAPPED, "fixer") == "pushes"
+    assert pr_cap(History(pr_pushes=2), CAPPED, "requeue") is None
+    assert pr_cap(History(pr_fixer_runs=3), CAPPED, "fixer") == "fixer_runs"
+    # A cap of 0 stops the first one; a raised cap lets more through.
+    assert pr_cap(History(), replace(CAPPED, max_requeues_per_pr=0), "requeue") == "requeues"
+    assert pr_cap(History(pr_pushes=2), replace(CAPPED, max_pushes_per_pr=5), "fixer") is None
+
+
+def test_the_push_cap_before_publish() -> None:
+    assert push_capped(History(pr_pushes=1), CAPPED) is None  # the control
+    capped = push_capped(History(pr_pushes=2), CAPPED, "answer() returned 41", "")
+    assert capped is not None and capped.cap == "pushes" and capped.pushed_sha is None
+    assert capped.summary == "answer() returned 41" and "nothing pushed" in capped.refused
+    assert "2" in capped.refused and "day" in capped.refused
+    # Through the decision: the cap's hand-back (not fix_refused), once.
+    d = decide(DROP, OPEN, Evidence(), History(pr_pushes=2), CAPPED, capped)
+    assert d.actions == (Status("handed_back"), HandBack("cap_reached", cap="pushes"))
+    told = History(pr_pushes=2, pr_capped=frozenset({"pushes"}))
+    d = decide(DROP, OPEN, Evidence(), told, CAPPED, capped)
+    assert d.outcome == "ignored" and d.actions == (Status("handed_back"),)
+    # The control: a refusal that is not a cap stays fix_refused.
+    refused = FixerResult("fixed", refused="touches .github/workflows/ci.yml")
+    d = decide(DROP, OPEN, Evidence(), History(pr_pushes=2), CAPPED, refused)
+    assert kinds(d) == [("Status", "handed_back"), ("HandBack", "fix_refused")]
+    assert push_capped(History(pr_pushes=2), replace(CAPPED, max_pushes_per_pr=3)) is None
+
+
+def test_every_push_is_announced_before_the_status() -> None:
+    pushed = FixerResult("fixed", pushed_sha=OTHER)
+    d = decide(DROP, replace(OPEN, head_sha=OTHER), Evidence(), History(), CAPPED, pushed)
+    assert d.outcome == "fixed"
+    assert d.actions == (AnnounceFix(OTHER), Status("fixed"))
+    # A push at the cap's last slot is still announced (the cap counts it afterwards).
+    d = decide(DROP, OPEN, Evidence(), History(pr_pushes=2), CAPPED, pushed)
+    assert d.actions == (AnnounceFix(OTHER), Status("fixed"))
+    # The control: nothing pushed, nothing announced.
+    for result in FIXER_RESULTS:
+        if result is not None and not (result.pushed_sha and not result.refused):
+            d = decide(DROP, OPEN, Evidence(), History(), CAPPED, result)
+            assert not any(isinstance(a, AnnounceFix) for a in d.actions), (result, d)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from landbot.core.model import Evidence, FailedCheck, FixerResult, JobFailure
-from landbot.land.model import Decision, HandBack, Requeue, RunFixer, Status
+from landbot.land.model import AnnounceFix, Decision, HandBack, Requeue, RunFixer, Status
 from landbot.land.plan import plan_from, plan_json
 
 EVIDENCE = Evidence(
@@ -39,3 +41,32 @@ def test_a_retired_topic_in_a_saved_plan_gets_the_general_template() -> None:
     assert decision.actions[1] == HandBack("requeued_again")
     old["actions"][1] = {"type": "HandBack", "topic": "branch_removed"}
     assert plan_from(old)[0].actions[1] == HandBack("removed")
+
+
+def test_a_plan_of_issue_13_round_trips_through_json() -> None:
+    """The announcement, the cap's hand-back, the fix's files and the group evidence come
+    back as they were saved, through real JSON (lists, not tuples)."""
+    import json
+
+    decision = Decision(
+        "fixed",
+        (AnnounceFix("b" * 40), Status("fixed"), HandBack("cap_reached", cap="pushes")),
+        "why",
+    )
+    fixer = FixerResult(
+        "fixed",
+        pushed_sha="b" * 40,
+        files=(("app.py", 1, 1), ("logo.png", -1, -1)),
+        reproduce="python -m pytest -q",
+        cap="",
+    )
+    evidence = replace(EVIDENCE, prs_ahead=(3, 4), timed_out_checks=("ci / test",))
+    saved = json.loads(json.dumps(plan_json(decision, evidence, fixer)))
+    assert plan_from(saved) == (decision, evidence, fixer)
+    # The control: a plan saved before issue 13 (no cap, no files) still loads.
+    old = json.loads(json.dumps(plan_json(decision, EVIDENCE, FixerResult("fixed"))))
+    del old["fixer"]["files"], old["fixer"]["reproduce"], old["fixer"]["cap"]
+    old["actions"][2] = {"type": "HandBack", "topic": "policy"}
+    _, _, loaded = plan_from(old)
+    assert loaded == FixerResult("fixed")
+    assert plan_from(old)[0].actions[2] == HandBack("policy")

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from landbot.core import keys
 from landbot.core.model import Outcome, Source, TriageClass
 from landbot.core.reasons import REASONS
-from landbot.land.model import HandBack, Requeue, RunFixer, Status
+from landbot.land.model import AnnounceFix, Cap, HandBack, Requeue, RunFixer, Status
 from landbot.store import Store
 from landbot.store.tables import metadata
 from landbot.web.app import MAX_HEADER_VALUE
@@ -48,7 +48,10 @@ WORKER = "h" * 64 + ":4194304:" + "f" * 16
 FREE = "x" * 5000
 BASE_REF = "b" * 1000
 GROUP_REF = f"refs/heads/gh-readonly-queue/{BASE_REF}/pr-{PR}-{SHA}"
-ACTION_KINDS = [cls.__name__ for cls in (Requeue, Status, HandBack, RunFixer)]
+ACTION_KINDS = [cls.__name__ for cls in (Requeue, Status, HandBack, RunFixer, AnnounceFix)]
+LONGEST_ACTION_KEY = longest(
+    keys.action(2**31 - 1, 99, kind, after_fixer=True) for kind in ACTION_KINDS
+)
 
 # (table, column) -> the longest value any writer gives it. The writers, by column:
 LONGEST: dict[tuple[str, str], str] = {
@@ -98,9 +101,7 @@ LONGEST: dict[tuple[str, str], str] = {
     ("budgets", "repo"): REPO,
     ("budgets", "head_sha"): SHA,
     # land/act.py begin_action / finish_action
-    ("actions", "key"): longest(
-        keys.action(2**31 - 1, 99, kind, after_fixer=True) for kind in ACTION_KINDS
-    ),
+    ("actions", "key"): LONGEST_ACTION_KEY,
     ("actions", "kind"): longest(kind.lower() for kind in ACTION_KINDS),
     ("actions", "status"): longest(["started", "done", "failed"]),
     # intake/events.py remember_group (merge_group events) and add_group_failure
@@ -110,6 +111,22 @@ LONGEST: dict[tuple[str, str], str] = {
     ("merge_groups", "base_ref"): BASE_REF,
     ("merge_groups", "base_sha"): SHA,
     ("merge_groups", "status"): "destroyed:" + FREE,
+    # store.py record_push / note_head / reset_pr_caps / record_cap, and spend's keyed rows
+    # (land/act.py passes the action ledger's key; pipeline/commands.py the drop's)
+    ("pr_actions", "key"): longest(
+        [
+            f"push:{REPO}#{PR}:{SHA}",
+            f"head:{REPO}#{PR}:{SHA}",
+            f"{LONGEST_ACTION_KEY}:fixer_run",
+            f"cap:{LONGEST_ACTION_KEY}",
+            f"reset:drop:{2**31 - 1}",
+        ]
+    ),
+    ("pr_actions", "repo"): REPO,
+    ("pr_actions", "kind"): longest(
+        ["push", "requeue", "fixer_run", "head", "reset", *(f"cap:{c}" for c in get_args(Cap))]
+    ),
+    ("pr_actions", "sha"): SHA,
 }
 
 
@@ -178,6 +195,10 @@ def test_the_longest_values_are_stored_and_read_back(store: Store) -> None:
 
     store.save_comment(REPO, PR, v[("comments", "marker")], COMMENT_ID, NODE_ID)
     store.spend(REPO, PR, SHA, requeues=1)
+    assert store.spend(REPO, PR, SHA, fixes=1, key=LONGEST_ACTION_KEY).fixer_attempts == 1
+    assert store.record_push(REPO, PR, SHA) and store.note_head(REPO, PR, SHA)
+    assert store.reset_pr_caps(REPO, PR, key=f"drop:{2**31 - 1}")
+    assert store.record_cap(REPO, PR, "fixer_runs", LONGEST_ACTION_KEY)
     assert store.begin_action(v[("actions", "key")], v[("actions", "kind")], drop_id) == "new"
     assert _column(store, "actions", "status") == [v[("actions", "status")]]
     store.finish_action(v[("actions", "key")], "failed")

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from landbot.store import Store
+from landbot.store import Store, utcnow
 
 SHA = "b" * 40
 TTL = dt.timedelta(seconds=60)
@@ -206,3 +206,77 @@ def test_two_doors_recording_one_merge_group_make_one_row(store: Store) -> None:
     assert group.base_ref == "main" and group.base_sha == "8" * 40
     assert group.status == "destroyed:invalidated"
     assert sorted(f["name"] for f in group.failures) == ["lint-1", "lint-3", "test"]
+
+
+# --- caps per pull request across heads (issue 13) ----------------------------------------
+
+DAY = dt.timedelta(days=1)
+H1, P1, P2, H2 = "1" * 40, "2" * 40, "3" * 40, "4" * 40
+
+
+def test_the_pr_counts_span_heads_and_a_replayed_spend_counts_once(store: Store) -> None:
+    store.note_head("o/r", 1, H1)
+    store.spend("o/r", 1, H1, fixes=1, key="drop:1:0:RunFixer")
+    store.record_push("o/r", 1, P1)
+    store.note_head("o/r", 1, P1)  # landbot's own push: not a reset
+    store.spend("o/r", 1, P1, requeues=1, key="drop:2:0:Requeue")
+    store.spend("o/r", 1, P1, fixes=1, key="drop:2:1:RunFixer")
+    # A plan resumed after a crash spends under the same keys: nothing more.
+    assert store.spend("o/r", 1, P1, fixes=1, key="drop:2:1:RunFixer").fixer_attempts == 1
+    assert store.record_push("o/r", 1, P1) is False
+    h = store.budget("o/r", 1, P1, window=DAY)
+    assert (h.pr_pushes, h.pr_requeues, h.pr_fixer_runs) == (1, 1, 2)
+    assert (h.requeues, h.fixer_attempts) == (1, 1)  # the head's own budget, as before
+    # The control: without a key (as before issue 13) a spend is not idempotent, and it is
+    # not a PR spend either.
+    store.spend("o/r", 1, P1, fixes=1)
+    assert store.budget("o/r", 1, P1, window=DAY).fixer_attempts == 2
+    assert store.budget("o/r", 1, P1, window=DAY).pr_fixer_runs == 2
+    # Another PR's counts are its own.
+    assert store.budget("o/r", 2, P1, window=DAY) == store.budget("o/r", 2, P1)
+    assert store.budget("o/r", 2, P1, window=DAY).pr_fixer_runs == 0
+
+
+def test_the_window_bounds_the_pr_counts(store: Store) -> None:
+    store.spend("o/r", 1, H1, requeues=1, key="k1")
+    store.record_push("o/r", 1, P1)
+    now = utcnow()
+    assert store.budget("o/r", 1, H1, window=DAY, now=now).pr_requeues == 1  # the control
+    later = store.budget("o/r", 1, H1, window=DAY, now=now + DAY + dt.timedelta(minutes=1))
+    assert (later.pr_requeues, later.pr_pushes) == (0, 0)
+    # No window: counted since the last reset only.
+    assert store.budget("o/r", 1, H1, now=now + 10 * DAY).pr_requeues == 1
+
+
+def test_a_push_that_is_not_landbots_resets_the_caps_in_either_order(store: Store) -> None:
+    store.note_head("o/r", 1, H1)
+    store.spend("o/r", 1, H1, fixes=1, key="a")
+    store.record_push("o/r", 1, P1)
+    # landbot's push seen as a head before it was recorded as landbot's: still not a reset.
+    store.note_head("o/r", 1, P2)
+    store.spend("o/r", 1, P1, fixes=1, key="b")
+    store.record_push("o/r", 1, P2)
+    h = store.budget("o/r", 1, P2, window=DAY)
+    assert (h.pr_pushes, h.pr_fixer_runs) == (2, 2)
+    # The author pushes a head landbot did not: the counts start again from there.
+    assert store.note_head("o/r", 1, H2) is True
+    assert store.note_head("o/r", 1, H2) is False  # once per head
+    h = store.budget("o/r", 1, H2, window=DAY)
+    assert (h.pr_pushes, h.pr_requeues, h.pr_fixer_runs) == (0, 0, 0)
+    store.spend("o/r", 1, H2, fixes=1, key="c")
+    assert store.budget("o/r", 1, H2, window=DAY).pr_fixer_runs == 1
+
+
+def test_a_retry_resets_the_caps_and_the_cap_hand_backs(store: Store) -> None:
+    store.spend("o/r", 1, H1, requeues=1, key="a")
+    assert store.record_cap("o/r", 1, "requeues", "drop:1:1:HandBack")
+    assert store.record_cap("o/r", 1, "requeues", "drop:1:1:HandBack") is False
+    h = store.budget("o/r", 1, H1, window=DAY)
+    assert h.pr_capped == frozenset({"requeues"}) and h.pr_requeues == 1
+    assert store.reset_pr_caps("o/r", 1, key="drop:2")
+    h = store.budget("o/r", 1, H1, window=DAY)
+    assert h.pr_capped == frozenset() and h.pr_requeues == 0
+    # The control: another PR's retry resets nothing here.
+    store.record_cap("o/r", 1, "pushes", "drop:3:1:HandBack")
+    store.reset_pr_caps("o/r", 9, key="drop:4")
+    assert store.budget("o/r", 1, H1, window=DAY).pr_capped == frozenset({"pushes"})

@@ -109,7 +109,10 @@ class MemoryGitHub:
 
 class MemoryStore:
     def __init__(self, groups: list[tuple[str, str | None]] = ()) -> None:  # type: ignore[assignment]
-        self.groups = [SimpleNamespace(head_sha=sha, base_ref=base) for sha, base in groups]
+        self.groups = [
+            SimpleNamespace(head_sha=sha, base_ref=base, head_ref="", base_sha=None)
+            for sha, base in groups
+        ]
         self.updates: list[dict[str, Any]] = []
 
     def groups_for(self, repo: str, pr: int) -> list[Any]:
@@ -189,6 +192,7 @@ def test_logs_are_explained_with_the_steps_and_the_group_is_recorded() -> None:
     gh = MemoryGitHub(checks={GROUP: [check(11, "build")]}, logs={11: npm_log()})
     store = MemoryStore([(GROUP, "main")])
     ev = Gatherer()(gh, store, drop())  # type: ignore[arg-type]
+    # A flaky failure is re-enqueued: the PRs ahead (a listing of runs) are not read for it.
     assert gh.calls == ["check_runs b", "job 11", "job_log 11"]
     [j] = ev.jobs
     assert (j.class_, j.step, j.error_lines) == ("flaky", "Run npm ci", (88, 98))
@@ -196,11 +200,26 @@ def test_logs_are_explained_with_the_steps_and_the_group_is_recorded() -> None:
     assert ev.triage_class == "flaky" and store.updates == [{"merge_group_sha": GROUP}]
 
 
+def test_a_genuine_failure_reads_the_prs_ahead_once() -> None:
+    # The control of the test above: a failure a person must reproduce gets the PRs ahead
+    # in the group (one listing of runs, shared with the group-commit routes).
+    log = (FIXTURES / "pytest-genuine.log").read_bytes()
+    gh = MemoryGitHub(checks={GROUP: [check(11, "test")]}, logs={11: log})
+    ev = Gatherer()(gh, MemoryStore([(GROUP, "main")]), drop())  # type: ignore[arg-type]
+    assert ev.triage_class == "genuine"
+    assert gh.calls == ["check_runs b", "job 11", "job_log 11", "merge_group_runs"]
+
+
 def test_jobs_of_one_run_are_listed_once() -> None:
     checks = [check(11, "a"), check(12, "b"), check(13, "c", conclusion="cancelled")]
     gh = MemoryGitHub(checks={GROUP: checks}, logs={11: npm_log(), 12: npm_log()})
     Gatherer()(gh, MemoryStore([(GROUP, "main")]), drop())  # type: ignore[arg-type]
-    assert gh.calls == ["check_runs b", "run_jobs 7", "job_log 11", "job_log 12"]
+    assert gh.calls == [
+        "check_runs b",
+        "run_jobs 7",
+        "job_log 11",
+        "job_log 12",
+    ]
 
 
 @pytest.mark.parametrize("status", [404, 410, 403])
