@@ -62,7 +62,6 @@ import contextlib
 import ctypes
 import errno
 import fcntl
-import hashlib
 import os
 import re
 import shlex
@@ -552,7 +551,6 @@ class Workspace:
     base_ref: str
     base_sha: str
     merge: MergeOutcome | None  # set for a conflict job
-    config_sha256: str  # of .git/config as the host wrote it (publish checks it)
 
     @property
     def conflict(self) -> bool:
@@ -906,7 +904,6 @@ class Workspaces:
         outcome = None
         if merge:
             outcome = self._merge(work, head_sha, base_ref, base_sha, head_ref or f"#{number}")
-        config_sha = hashlib.sha256((work / ".git" / "config").read_bytes()).hexdigest()
         chown_tree(work, self.uid, self.gid)
         # The chown changed the owner and ctime of what the host wrote, which the index
         # records: refresh it, or the agent's git would call those files modified.
@@ -930,7 +927,6 @@ class Workspaces:
             base_ref=base_ref,
             base_sha=base_sha,
             merge=outcome,
-            config_sha256=config_sha,
         )
 
     # --- overlay: pristine trees ------------------------------------------------------

@@ -387,13 +387,17 @@ def _code(text: str) -> str:
     return f"{tick}{pad}{text}{pad}{tick}"
 
 
-def _patch_block(patch: str) -> str:
-    """The fix in a collapsed block, fenced longer than any backtick run in it."""
-    fence = _fence(patch.splitlines())
+def details_block(text: str, summary: str) -> str:
+    """`text` in a collapsed block, fenced longer than any backtick run in it."""
+    fence = _fence(text.splitlines())
     return (
-        "<details><summary>The fix as a patch</summary>\n\n"
-        f"{fence}diff\n{patch.rstrip(chr(10))}\n{fence}\n\n</details>"
+        f"<details><summary>{summary}</summary>\n\n"
+        f"{fence}diff\n{text.rstrip(chr(10))}\n{fence}\n\n</details>"
     )
+
+
+def _patch_block(patch: str) -> str:
+    return details_block(patch, "The fix as a patch")
 
 
 # --- the commands to reproduce ------------------------------------------------------------

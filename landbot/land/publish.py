@@ -72,6 +72,7 @@ from landbot.git.workspace import (
     run_git,
 )
 from landbot.github.errors import MutationOutcomeUnknown
+from landbot.land.comments import details_block
 
 log = logging.getLogger("landbot.land")
 
@@ -224,16 +225,6 @@ def bound_text(text: str, limit: int) -> str:
     head = text[: max(0, limit - len(note))]
     cut = head.rfind("\n")
     return (head[: cut + 1] if cut > 0 else head) + note
-
-
-def details_block(text: str, summary: str) -> str:
-    """`text` in a collapsed block, fenced so nothing in it can close the fence."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return (
-        f"<details><summary>{summary}</summary>\n\n{fence}diff\n"
-        f"{text.rstrip(chr(10))}\n{fence}\n\n</details>"
-    )
 
 
 # --- reading the job's result ---------------------------------------------------------

@@ -185,22 +185,15 @@ class Gatherer:
         """Each quest finding of the log explained from the pull request's change, read in
         the cached mirror (the one the conflict triage and the fixer share). Best effort:
         git trouble leaves the evidence without explanations, not the drop without triage."""
-        from landbot.git.workspace import has_commit
         from landbot.triage.quest_explain import explain_policy, findings_in_jobs
 
         if not findings_in_jobs(jobs):
             return ()  # nothing to explain: no fetch
         try:
-            mirrors = self.mirrors()
-            base_ref = drop.base_ref or gh.pull_request(drop.repo, drop.pr).base_ref
-            local = self.settings is not None and self.settings.github.git_url.startswith("file:")
-            token = None if local else gh.git_token(drop.repo)
-            fetched_head, base_sha = mirrors.sync(drop.repo, drop.pr, base_ref, token=token)
+            mirror, head, _, base_sha = self.synced(gh, drop)
         except LandbotError as exc:
             log.warning("%s#%s: no quest explanations: %s", drop.repo, drop.pr, exc)
             return ()
-        mirror = mirrors.mirror_path(drop.repo)
-        head = drop.head_sha if has_commit(mirror, drop.head_sha) else fetched_head
         return explain_policy(mirror, head, base_sha, jobs)
 
     def explain_checks(
@@ -260,9 +253,10 @@ class Gatherer:
             self._mirrors = Workspaces.from_settings(self.settings, self.settings.fixer.state_dir)
         return self._mirrors
 
-    def conflict(self, gh: TriageGitHub, drop: Drop) -> Evidence:
+    def synced(self, gh: TriageGitHub, drop: Drop) -> tuple[Path, str, str, str]:
+        """(mirror, head, base ref, base sha) with the PR and its base fetched into the
+        cached mirror (the one the fixer shares)."""
         from landbot.git.workspace import has_commit
-        from landbot.triage.conflicts import merge_conflicts
 
         mirrors = self.mirrors()
         base_ref = drop.base_ref or gh.pull_request(drop.repo, drop.pr).base_ref
@@ -272,6 +266,12 @@ class Gatherer:
         mirror = mirrors.mirror_path(drop.repo)
         # The drop's head, as confirmed just before; the fetched ref only if it is missing.
         head = drop.head_sha if has_commit(mirror, drop.head_sha) else fetched_head
+        return mirror, head, base_ref, base_sha
+
+    def conflict(self, gh: TriageGitHub, drop: Drop) -> Evidence:
+        from landbot.triage.conflicts import merge_conflicts
+
+        mirror, head, base_ref, base_sha = self.synced(gh, drop)
         report = merge_conflicts(mirror, head, base_sha)
         if report.clean:
             reason = (
