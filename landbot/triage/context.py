@@ -36,6 +36,9 @@ class Mark:
     kind: str
     priority: int
     text: str
+    subject: str = ""
+    """What the line names, when it names something: a failed test's id (for the flaky
+    ledger), or a ``path:line`` location. Empty for plain output."""
 
 
 @dataclass(frozen=True, slots=True)

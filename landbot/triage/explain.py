@@ -26,7 +26,13 @@ from landbot.triage.classify import (
     compile_rules,
     pr_fault,
 )
-from landbot.triage.context import ExcerptLine, build_excerpt, failure_lines, find_marks
+from landbot.triage.context import (
+    TEST_KINDS,
+    ExcerptLine,
+    build_excerpt,
+    failure_lines,
+    find_marks,
+)
 from landbot.triage.log import (
     DEFAULT_CONTEXT_LINES,
     DEFAULT_MAX_BYTES,
@@ -37,6 +43,19 @@ from landbot.triage.log import (
 from landbot.triage.summary import summarize
 
 ERROR_LINES_MAX = 50
+
+
+class AnnotationLike(Protocol):
+    """A check-run annotation as the checks API lists it."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def start_line(self) -> int: ...
+    @property
+    def annotation_level(self) -> str: ...
+    @property
+    def message(self) -> str: ...
 
 
 class StepLike(Protocol):
@@ -70,6 +89,12 @@ class LogExplanation:
     """The failing step was longer than the bounds: its start was not kept."""
     step_title: str | None = None
     """The failing step's `Run …` title as the log shows it (the command it ran)."""
+    signal: str = "log"
+    """What picked the failing step and region: ``steps-api`` (the jobs API's step
+    conclusions), ``annotations`` (the check run's annotations) or ``log`` (the log alone)."""
+    failed_tests: tuple[str, ...] = ()
+    """Identities of the failed tests the log names (pytest node ids, Go test names, …),
+    as the flaky ledger keys them."""
 
     @property
     def pr_fault(self) -> bool | None:
@@ -95,6 +120,8 @@ class LogExplanation:
                 "line_count": self.line_count,
                 "truncated": self.truncated,
                 "step_title": self.step_title,
+                "signal": self.signal,
+                "failed_tests": list(self.failed_tests),
             }
         return out
 
@@ -125,7 +152,11 @@ def explain_parsed(
     *,
     steps: Sequence[StepInput] | None = None,
     rules: Sequence[Rule] = (),
+    annotations: Sequence[AnnotationLike] = (),
 ) -> LogExplanation:
+    # `annotations` are accepted now so callers can pass them (issue 14); using them to
+    # pick the step and the region comes with the step-aware parser.
+    del annotations
     marks = find_marks(parsed)
     result: Classification = classify(parsed, marks, rules)
     title = parsed.step_title if parsed.first_error else None
@@ -151,6 +182,9 @@ def explain_parsed(
         line_count=parsed.line_count,
         truncated=parsed.region_truncated,
         step_title=title,
+        failed_tests=tuple(
+            dict.fromkeys(m.subject for m in marks if m.subject and m.kind in TEST_KINDS)
+        ),
     )
 
 
