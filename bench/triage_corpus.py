@@ -104,7 +104,7 @@ def load_labels(corpus: Path = CORPUS) -> list[Label]:
         folder = labels_file.parent
         data = tomllib.loads(labels_file.read_text(encoding="utf-8"))
         for n, entry in enumerate(data.get("log", []), 1):
-            where = f"{labels_file.relative_to(ROOT)} entry {n}"
+            where = f"{labels_file} entry {n}"
             unknown = set(entry) - {
                 "file",
                 "classes",
@@ -230,8 +230,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--misses", action="store_true", help="list every log not all right")
     ap.add_argument("--json", action="store_true", help="print the totals as JSON")
+    ap.add_argument("--corpus", type=Path, default=CORPUS, help="another corpus folder")
     args = ap.parse_args(argv)
-    scores = run(load_labels())
+    scores = run(load_labels(args.corpus.resolve()))
     if args.json:
         log_alone = [s for s in scores if s.mode == "log"]
         print(

@@ -6,6 +6,7 @@ runner in particular must start fast). Errors end in one line on stderr and exit
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -30,6 +31,8 @@ app.add_typer(triage_app, name="triage")
 app.add_typer(quest_app, name="quest")
 app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(fixer_app, name="fixer")
+config_app = typer.Typer(help="landbot's settings.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
 app_app = typer.Typer(help="The GitHub App.", no_args_is_help=True)
 app.add_typer(app_app, name="app")
 
@@ -48,12 +51,64 @@ def _fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from landbot import __version__
+
+        typer.echo(f"landbot {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _global_options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print landbot's version and exit.",
+            callback=_print_version,
+            is_eager=True,
+        ),
+    ] = False,
+    log_level: Annotated[
+        str | None,
+        typer.Option(
+            "--log-level",
+            help="debug, info, warning or error (default: LANDBOT_LOG_LEVEL, else info).",
+            metavar="LEVEL",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    # The options before the command (`landbot --version`); one callback for all of them:
+    # add a global option here, not in a second @app.callback (it would replace this one).
+    from landbot import logs
+
+    # Checked here, before any command runs: a bad level is one line and exit 2.
+    _log_level[0] = logs.level_from(log_level)
+
+
+# The level `--log-level` or LANDBOT_LOG_LEVEL asked for (set by the callback above).
+_log_level: list[int | None] = [None]
+
+
+def _start_logs(settings: object) -> int:
+    """Set up the log for a long-running command; its secrets are never written."""
+    from landbot import logs
+
+    level = _log_level[0] if _log_level[0] is not None else logs.level_from(None)
+    logs.configure(level, settings=settings)
+    return level
+
+
 # --- pipeline -------------------------------------------------------------------------
 
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    host: Annotated[
+        str | None, typer.Option(help="Address to listen on (default: [web] host, 127.0.0.1).")
+    ] = None,
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
     config: ConfigOpt = None,
 ) -> None:
@@ -62,27 +117,45 @@ def serve(
 
     import uvicorn
 
-    from landbot.config import load_settings, require
+    from landbot.config import load_settings
     from landbot.pipeline.wiring import make_github, make_worker, open_store
+    from landbot.ready import check_ready
     from landbot.web.app import create_app
 
     settings = load_settings(config)
-    require(
-        settings.github.webhook_secret, "LANDBOT_GITHUB__WEBHOOK_SECRET", "[github] webhook_secret"
-    )
+    level = _start_logs(settings)
+    check_ready(settings, webhook=True)  # every setting it would fail on later, now
+    host = host or settings.web.host
     make_github(settings)  # fail now, in one line, when the credentials are missing
     store = open_store(settings)
     work = make_worker(settings, store)
     stop = threading.Event()
     thread = threading.Thread(target=work.run, args=(stop,), name="landbot-worker", daemon=True)
     thread.start()
-    typer.echo(f"landbot: serving on http://{host}:{port} (POST /webhook, GET /healthz)", err=True)
+    from landbot import logs
+
+    logs.event(
+        logging.getLogger("landbot.serve"),
+        "serving",
+        url=f"http://{host}:{port}",
+        routes="POST /webhook, GET /healthz, GET /metrics, GET /",
+        database=logs.safe_url(settings.database_url),
+        repos=settings.repos or "every repository the App is installed on",
+    )
+    from landbot.web.board import exposure_warning
+
+    warning = exposure_warning(host, settings)
+    if warning is not None:
+        logging.getLogger("landbot.serve").warning(warning)
     try:
         uvicorn.run(
             create_app(settings, store, worker_alive=work.alive),
             host=host,
             port=port,
-            log_level="warning",
+            # uvicorn's lines go through landbot's handler (JSON or human, redacted).
+            log_config=None,
+            log_level=logs.uvicorn_level(level),
+            access_log=level <= logging.DEBUG,
         )
     finally:
         stop.set()
@@ -95,15 +168,24 @@ def worker(config: ConfigOpt = None) -> None:
     import signal
     import threading
 
+    from landbot import logs
     from landbot.config import load_settings
     from landbot.pipeline.wiring import make_github, make_worker, open_store
+    from landbot.ready import check_ready
 
     settings = load_settings(config)
+    _start_logs(settings)
+    check_ready(settings)
     make_github(settings)
     store = open_store(settings)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    typer.echo(f"landbot: worker started on {settings.database_url}", err=True)
+    # The URL's password masked: it is a secret, and this line goes to a log.
+    logs.event(
+        logging.getLogger("landbot.worker"),
+        "worker started",
+        database=logs.safe_url(settings.database_url),
+    )
     make_worker(settings, store).run(stop)
 
 
@@ -125,12 +207,15 @@ def poll(
     from landbot.intake.poll import sweep
     from landbot.pipeline.poll import finish_own_work, own_drops
     from landbot.pipeline.wiring import make_github, make_worker, open_store
+    from landbot.ready import check_ready
     from landbot.store import utcnow
 
     settings = load_settings(config)
+    _start_logs(settings)
     repos = repo or settings.repos
     if not repos:
         raise LandbotError("no repository to sweep: pass --repo OWNER/NAME or set LANDBOT_REPOS")
+    check_ready(settings, work=not no_process)  # --no-process runs no job
     gh = make_github(settings)
     store = open_store(settings)
     new: list[int] = []
@@ -163,6 +248,7 @@ def retry(
     from landbot.pipeline.wiring import make_lander, open_store, resolve_repo
 
     settings = load_settings(config)
+    _start_logs(settings)
     name = resolve_repo(settings, repo)
     store = open_store(settings)
     lander = make_lander(settings, store, progress=lambda msg: typer.echo(f"… {msg}", err=True))
@@ -193,13 +279,24 @@ def status(
 ) -> None:
     """Drops, jobs and outcomes, newest first.
 
-    When more drops match than --limit shows, one line on stderr says so.
+    When more drops match than --limit shows, one line on stderr says so. The table fits
+    the terminal (COLUMNS): the summary is cut, never the repository.
     """
     from landbot.config import load_settings
     from landbot.pipeline.wiring import dumps, open_store, parse_since, status_rows
+    from landbot.ready import check_store
 
     after = parse_since(since) if since is not None else None
     settings = load_settings(config)
+    if repo is not None:
+        repo = repo.strip()
+        watched = {r.lower() for r in settings.repos}
+        if watched and repo.lower() not in watched:
+            raise LandbotError(
+                f"--repo {repo} is not a watched repository; the watched ones are "
+                f"{', '.join(settings.repos)} (LANDBOT_REPOS, or repos in the settings file)"
+            )
+    check_store(settings)
     # One row more than asked for tells whether there are more.
     rows = status_rows(open_store(settings), repo, limit=limit + 1 if limit else None, since=after)
     if limit and len(rows) > limit:
@@ -212,26 +309,104 @@ def status(
     if json_:
         typer.echo(dumps(rows))
         return
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
+    import shutil
+
+    if not rows:
+        typer.echo(f"no drops of {repo} recorded yet" if repo else "no drops recorded yet")
+        return
+    width = shutil.get_terminal_size((80, 24)).columns  # COLUMNS, else the terminal, else 80
+    for line in status_lines(rows, width):
+        typer.echo(line)
+
+
+# The columns `landbot status` drops first when the terminal is narrow, and the space the
+# summary keeps before one more is dropped.
+_OPTIONAL_COLUMNS = ("class", "reason", "head")
+_MIN_WHY = 24
+
+
+def status_lines(rows: list[dict[str, object]], width: int) -> list[str]:
+    """`landbot status` as plain lines at most `width` cells wide (pure): every column
+    sized to its content; the summary gets the rest and is cut with …; the repository is
+    never cut. Narrow terminals lose the class, the reason, the head, then the year; when
+    the summary still has too little room, it goes on a line of its own under its row."""
+    from rich.cells import cell_len, set_cell_size
 
     from landbot.core.text import terminal_safe
 
-    table = Table("repo", "PR", "head", "reason", "class", "outcome", "updated", "why")
-    for r in rows:
-        # A summary can quote a job or a log: no markup of rich's, no escape sequence.
-        table.add_row(
-            r["repo"],
-            str(r["pr"]),
-            r["head_sha"][:7],
-            r["reason"],
-            r["class"] or "",
-            r["outcome"],
-            r["updated_at"][:19],
-            escape(terminal_safe(r["summary"] or "")),
+    def cells(r: dict[str, object]) -> dict[str, str]:
+        updated = str(r["updated_at"])
+        return {
+            "repo": str(r["repo"]),
+            "PR": f"#{r['pr']}",
+            "head": str(r["head_sha"])[:7],
+            "reason": str(r["reason"]),
+            "class": str(r["class"] or ""),
+            "outcome": str(r["outcome"]),
+            "updated": f"{updated[:10]} {updated[11:16]}",
+            # A summary can quote a job or a log: no escape sequence reaches the terminal.
+            "why": " ".join(terminal_safe(str(r["summary"] or "")).split()),
+        }
+
+    table = [cells(r) for r in rows]
+    order = ["repo", "PR", "head", "reason", "class", "outcome", "updated"]
+    sizes = {c: max(cell_len(c), *(cell_len(t[c]) for t in table)) for c in order}
+    shown = list(order)
+
+    def room() -> int:  # cells left for the summary, two spaces between columns
+        return width - sum(sizes[c] + 2 for c in shown)
+
+    for optional in _OPTIONAL_COLUMNS:
+        if room() >= _MIN_WHY:
+            break
+        shown.remove(optional)
+    if room() < _MIN_WHY:  # then the year goes: "11-01 12:00"
+        for t in table:
+            t["updated"] = t["updated"][5:]
+        sizes["updated"] = max(cell_len("updated"), *(cell_len(t["updated"]) for t in table))
+    # Still no room (a long repository name): the summary goes under its row, indented.
+    below = room() < _MIN_WHY
+    why = max(width - 4, 8) if below else room()
+
+    def cut(text: str) -> str:
+        return set_cell_size(text, why - 1) + "…" if cell_len(text) > why else text
+
+    out = []
+    header = {c: c for c in [*order, "why"]}
+    for t in [header, *table]:
+        parts = [set_cell_size(t[c], sizes[c]) for c in shown]
+        if below:
+            out.append("  ".join(parts).rstrip())
+            if t is not header and t["why"]:
+                out.append("    " + cut(t["why"]))
+        else:
+            out.append("  ".join([*parts, cut(t["why"])]).rstrip())
+    return out
+
+
+@config_app.command("show")
+def config_show(json_: JsonOpt = False, config: ConfigOpt = None) -> None:
+    """The effective settings and where each value came from (default, FILE:LINE, or an
+    environment variable); secrets are masked but shown as set. Exit 2 on a bad setting."""
+    import json
+
+    from landbot.config import effective, load_settings, render_show
+
+    settings = load_settings(config)
+    if json_:
+        source = settings._config_file
+        typer.echo(
+            json.dumps(
+                {
+                    "config_file": None if source is None else str(source),
+                    "settings": [row.to_json() for row in effective(settings)],
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
         )
-    Console().print(table if rows else "no drops recorded yet")
+    else:
+        typer.echo(render_show(settings), nl=False)
 
 
 @app.command()
@@ -488,6 +663,10 @@ def app_manifest(
         str, typer.Option(help="Where GitHub sends webhooks: https://HOST/webhook.")
     ] = "https://landbot.example.com/webhook",
     name: Annotated[str | None, typer.Option(help="The App's name on GitHub.")] = None,
+    url: Annotated[
+        str | None,
+        typer.Option(help="The App's homepage, yours (default: the webhook URL's origin)."),
+    ] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Print the GitHub App manifest (events and least permissions) for registering the App."""
@@ -495,7 +674,96 @@ def app_manifest(
 
     from landbot.manifest import render
 
-    typer.echo(json.dumps(render(webhook_url, name), indent=2))
+    typer.echo(json.dumps(render(webhook_url, name, url=url), indent=2))
+
+
+@app_app.command("create")
+def app_create(
+    webhook_url: Annotated[
+        str, typer.Option(help="Where GitHub will send webhooks: https://HOST/webhook.")
+    ],
+    name: Annotated[
+        str | None, typer.Option(help="The App's name (unique on GitHub; you can edit it there).")
+    ] = None,
+    url: Annotated[
+        str | None,
+        typer.Option(help="The App's homepage, yours (default: the webhook URL's origin)."),
+    ] = None,
+    org: Annotated[
+        str | None, typer.Option(help="Register the App for this organization, not for you.")
+    ] = None,
+    web_url: Annotated[
+        str | None,
+        typer.Option(help="GitHub's web address (default: from [github] api_url)."),
+    ] = None,
+    port: Annotated[int, typer.Option(help="Loopback port of the page (0: any free one).")] = 0,
+    key_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where the App's private key goes (mode 0600; default: beside the settings).",
+            dir_okay=False,
+        ),
+    ] = None,
+    open_browser: Annotated[
+        bool, typer.Option("--open/--no-open", help="Open the page in a browser.")
+    ] = True,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for GitHub's answer.")] = 900.0,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="Settings file to write (default: config/landbot.toml; made when missing).",
+            dir_okay=False,
+        ),
+    ] = None,
+) -> None:
+    """Register the GitHub App from its manifest and keep its ID, key and webhook secret.
+
+    Serves a one-page form on 127.0.0.1 that posts the manifest to GitHub; GitHub's
+    redirect comes back to it with a code, which is traded for the App. The key goes to a
+    new file of mode 0600 and [github] app_id, private_key_file and webhook_secret into the
+    settings file (mode 0600).
+    """
+    from landbot import app_setup
+    from landbot.config import DEFAULT_CONFIG_FILE, load_settings
+    from landbot.manifest import render
+
+    target = config if config is not None else DEFAULT_CONFIG_FILE
+    # The API URL from the settings there are (the file may not exist yet).
+    settings = load_settings(target if target.is_file() else None)
+    api_url = settings.github.api_url
+    web = web_url.rstrip("/") if web_url else app_setup.web_url_for(api_url)
+    manifest = render(webhook_url, name, url=url)
+    import re
+
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", str(manifest["name"])).strip(".-") or "landbot"
+    default_key = target.parent / f"{stem}.private-key.pem"
+    key = key_file if key_file is not None else default_key
+    app_setup.check_targets(target, key)  # before GitHub creates anything
+
+    def ready(page: str) -> None:
+        typer.echo(f"landbot: open {page} and press its button to create the App", err=True)
+        if open_browser:
+            import webbrowser
+
+            webbrowser.open(page)
+
+    created = app_setup.run_flow(
+        manifest,
+        action=lambda state: app_setup.form_action(web, org, state),
+        finish=lambda code: app_setup.keep_credentials(
+            app_setup.convert(api_url, code), target, key
+        ),
+        port=port,
+        timeout=timeout,
+        on_ready=ready,
+    )
+    typer.echo(f"created the GitHub App {created.slug} (App ID {created.app_id})")
+    typer.echo(f"  private key:     {created.key_file} (mode 0600)")
+    kept = "app_id, private_key_file" + (", webhook_secret" if created.webhook_secret_kept else "")
+    typer.echo(f"  settings:        {created.config_file} ([github] {kept}; mode 0600)")
+    typer.echo(f"  client ID:       {created.client_id} (for the watch workflow)")
+    typer.echo(f"  install it here: {created.install_url}")
 
 
 def main() -> None:

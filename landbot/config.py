@@ -2,16 +2,38 @@
 
 The TOML file is `config/landbot.toml` in the current directory, or the file given with
 ``--config``. Secrets are ``SecretStr`` so they never show up in a repr or a log line.
+
+Strict: `load_settings` refuses a key, a table or a `LANDBOT_…__…` variable the settings do
+not have (with the nearest valid name), and every error names where the value was set (the
+variable, or the file and line: `Provenance`). `check_ready` is what `serve`, `worker` and
+`poll` run before starting; `effective`/`render_show` are `landbot config show`.
 """
 
 from __future__ import annotations
 
 import contextvars
+import difflib
 import json
+import os
+import re
+import tomllib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args, get_origin
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from pydantic import BaseModel, Field, PrivateAttr, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
+from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -31,7 +53,17 @@ _toml_file: contextvars.ContextVar[Path | None] = contextvars.ContextVar(
 )
 
 
-class GitHubSettings(BaseModel):
+# The fixer agents landbot knows (landbot.fixer.agents.AGENTS; a test keeps them equal).
+AGENT_NAMES = ("command", "codex", "claude", "opencode")
+
+
+class _Section(BaseModel):
+    """A settings table: a key it does not know is an error, not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class GitHubSettings(_Section):
     api_url: str = Field(
         "https://api.github.com",
         description="REST base URL; GraphQL is at <api_url>/graphql (GitHub Enterprise, a fake)",
@@ -50,14 +82,26 @@ class GitHubSettings(BaseModel):
     @field_validator("api_url")
     @classmethod
     def _strip_slash(cls, v: str) -> str:
+        _check_http_url(v)
         return v.rstrip("/")
+
+    @field_validator("git_url")
+    @classmethod
+    def _git_template(cls, v: str) -> str:
+        try:
+            v.format(owner="o", repo="r")
+        except (KeyError, IndexError, ValueError):
+            raise ValueError(
+                f"{v!r} is not a URL template; use the placeholders {{owner}} and {{repo}} only"
+            ) from None
+        return v
 
     @property
     def graphql_url(self) -> str:
         return f"{self.api_url}/graphql"
 
 
-class PolicySettings(BaseModel):
+class PolicySettings(_Section):
     """What landbot does per normalized drop reason (the decision function reads this)."""
 
     max_requeues_per_head: int = Field(1, ge=0, description="automatic re-enqueues per PR head")
@@ -98,7 +142,7 @@ class PolicySettings(BaseModel):
         return v
 
 
-class FixerSettings(BaseModel):
+class FixerSettings(_Section):
     @property
     def enabled(self) -> bool:
         """An agent is configured: a command, or a model agent with a model endpoint."""
@@ -131,16 +175,31 @@ class FixerSettings(BaseModel):
         description="globs a fix may not touch (JSON list in env)",
     )
 
+    @field_validator("agent")
+    @classmethod
+    def _known_agent(cls, v: str) -> str:
+        if v not in AGENT_NAMES:
+            raise ValueError(f"there is no fixer agent {v!r}; use one of {', '.join(AGENT_NAMES)}")
+        return v
 
-class SandboxSettings(BaseModel):
+    @field_validator("model_url")
+    @classmethod
+    def _model_url(cls, v: str | None) -> str | None:
+        if v is not None:
+            _check_http_url(v)
+        return v
+
+
+class SandboxSettings(_Section):
     read_only: list[Path] = Field(
         default_factory=list, description="extra host paths visible read-only (JSON list in env)"
     )
     allowed_hosts: list[str] = Field(
         default_factory=list, description="package registries the sandbox may reach"
     )
-    uid: int = Field(65534, description="unprivileged uid the sandbox runs as")
-    gid: int = Field(65534, description="its gid")
+    # Never root (0): a root-run bubblewrap keeps its capabilities.
+    uid: int = Field(65534, ge=1, description="unprivileged uid the sandbox runs as")
+    gid: int = Field(65534, ge=1, description="its gid")
     etc: list[str] = Field(
         default_factory=list,
         description="extra names under /etc shown read-only, beyond the toolchain's allowlist "
@@ -155,13 +214,13 @@ class SandboxSettings(BaseModel):
     )
 
 
-class TriageRule(BaseModel):
+class TriageRule(_Section):
     pattern: str
     # One of the classes of design.md; validated by triage when it compiles the rules.
     class_: str = Field(alias="class")
 
 
-class TriageSettings(BaseModel):
+class TriageSettings(_Section):
     rules: list[TriageRule] = Field(
         default_factory=list,
         description="extra classification rules: [[triage.rules]] pattern, class",
@@ -171,11 +230,35 @@ class TriageSettings(BaseModel):
     )
 
 
-class WorkerSettings(BaseModel):
+class WorkerSettings(_Section):
     lease_seconds: float = Field(
         120, gt=0, description="a job's lease; a dead worker's job is retaken after it"
     )
     idle_sleep: float = Field(0.5, gt=0, description="seconds between polls of an idle store")
+
+
+class StoreSettings(_Section):
+    # At least GitHub's redelivery window (3 days): a delivery redelivered after its row
+    # was pruned would be taken for a new one (landbot.store.retention).
+    retention_days: float = Field(
+        7,
+        ge=3,
+        description="days processed webhook deliveries and finished jobs are kept (drops stay)",
+    )
+
+
+class WebSettings(_Section):
+    """`landbot serve`: where it listens, and who may read the dashboard and /metrics."""
+
+    host: str = Field(
+        "127.0.0.1",
+        description="address serve listens on; loopback keeps the dashboard to this host",
+    )
+    token: SecretStr | None = Field(
+        None,
+        description="required for GET / and /metrics when set (Bearer or ?token=);"
+        " unset: loopback clients only",
+    )
 
 
 class Settings(BaseSettings):
@@ -187,6 +270,8 @@ class Settings(BaseSettings):
     )
     # The TOML file these settings were read from, if any: a job must never see it.
     _config_file: Path | None = PrivateAttr(default=None)
+    # Where each value came from (load_settings fills it; settings made in code: defaults).
+    _provenance: Provenance | None = PrivateAttr(default=None)
 
     github: GitHubSettings = Field(default_factory=GitHubSettings)
     database_url: str = Field(
@@ -201,6 +286,8 @@ class Settings(BaseSettings):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     triage: TriageSettings = Field(default_factory=TriageSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
 
     @field_validator("repos", mode="before")
     @classmethod
@@ -246,6 +333,10 @@ class Settings(BaseSettings):
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml))
         return tuple(sources)
 
+    def origin(self, loc: tuple[str | int, ...]) -> Origin:
+        """Where the value at `loc` came from (the default for settings made in code)."""
+        return (self._provenance or Provenance()).origin(loc)
+
     def watches(self, repo: str) -> bool:
         """Whether `repo` is one landbot acts on (every repository when none is listed)."""
         return not self.repos or repo.lower() in {r.lower() for r in self.repos}
@@ -259,26 +350,614 @@ def env_name(loc: tuple[str | int, ...]) -> str:
 
 
 def load_settings(config_file: Path | None = None) -> Settings:
-    """Load the settings, or raise LandbotError with one line naming the key and the fix."""
+    """Load the settings, or raise LandbotError with one line naming the key, where it was
+    set (the variable, or the file and line) and the fix.
+
+    Unknown keys and sections, in the file or in `LANDBOT_…__…` variables, are refused with
+    the nearest valid name; a value that is not JSON where JSON is expected names its
+    variable."""
     if config_file is not None and not config_file.is_file():
         raise LandbotError(f"config file {config_file} does not exist; pass an existing --config")
     toml = config_file if config_file is not None else DEFAULT_CONFIG_FILE
-    token = _toml_file.set(toml if toml.is_file() else None)
+    path = toml if toml.is_file() else None
+    prov = Provenance(file=path)
+    if path is not None:
+        try:
+            text = path.read_text(encoding="utf-8")
+            data = tomllib.loads(text)
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise LandbotError(f"cannot read settings from {path}: {exc}; fix the file") from None
+        prov.lines = toml_lines(text)
+        _check_table(data, Settings, (), _FileWhere(path, prov.lines))
+        prov.file_leaves = set(_leaf_paths(data, Settings, ()))
+    prov.env, prov.env_sections = _scan_env(os.environ)
+    token = _toml_file.set(path)
     try:
         settings = Settings()
-        settings._config_file = toml if toml.is_file() else None
-        return settings
     except ValidationError as exc:
-        err = exc.errors()[0]
-        name = env_name(tuple(err["loc"]))
-        msg = err["msg"].rstrip(".")
-        raise LandbotError(
-            f"setting {name} is invalid: {msg}; fix it in the environment or in {toml}"
-        ) from None
-    except (ValueError, OSError) as exc:  # a TOML syntax error, an unreadable file
-        raise LandbotError(f"cannot read settings from {toml}: {exc}; fix the file") from None
+        raise LandbotError(_validation_message(exc, prov)) from None
+    except (ValueError, OSError) as exc:  # anything the checks above did not foresee
+        raise LandbotError(f"cannot load the settings: {exc}; fix {prov.sources()}") from None
     finally:
         _toml_file.reset(token)
+    settings._config_file = path
+    settings._provenance = prov
+    return settings
+
+
+# --- where each value came from, and strictness ------------------------------------------
+
+Loc = tuple[str | int, ...]
+SettingPath = tuple[str, ...]
+
+
+def _check_http_url(v: str) -> None:
+    parts = urlsplit(v)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"{mask_url(v)!r} is not an http(s) URL; write https://HOST/…")
+
+
+def _keys(model: type[BaseModel]) -> dict[str, FieldInfo]:
+    """A model's fields by the key a file or a variable uses (its alias, else its name)."""
+    return {f.alias or name: f for name, f in model.model_fields.items()}
+
+
+def _model(ann: Any) -> type[BaseModel] | None:
+    return ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+
+
+def _section(f: FieldInfo) -> type[BaseModel] | None:
+    """The table model of a field that is a settings section ([github], [fixer], …)."""
+    return _model(f.annotation)
+
+
+def _items(f: FieldInfo) -> type[BaseModel] | None:
+    """The item model of a list-of-tables field ([[triage.rules]])."""
+    if get_origin(f.annotation) is list:
+        args = get_args(f.annotation)
+        return _model(args[0]) if args else None
+    return None
+
+
+def _is_json(f: FieldInfo) -> bool:
+    """Whether pydantic-settings reads this field's variable as JSON (lists, tables)."""
+    if any(isinstance(m, NoDecode) or m is NoDecode for m in f.metadata):
+        return False
+    ann = f.annotation
+    return get_origin(ann) in (list, dict, tuple, set) or _model(ann) is not None
+
+
+def setting_name(path: Loc) -> str:
+    """A setting as a file names it: `database_url`, `[fixer] agent`, `[policy.reasons] x`."""
+    parts = ["class" if p == "class_" else p for p in path if isinstance(p, str)]
+    if len(parts) <= 1:
+        return parts[0] if parts else "the settings"
+    return f"[{'.'.join(parts[:-1])}] {parts[-1]}"
+
+
+def _nearest(word: str, choices: list[str]) -> str | None:
+    found = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def _sections() -> dict[str, type[BaseModel]]:
+    return {k: m for k, f in _keys(Settings).items() if (m := _section(f)) is not None}
+
+
+@dataclass(frozen=True)
+class _FileWhere:
+    file: Path
+    lines: Mapping[Loc, int]
+
+    def at(self, loc: Loc) -> str:
+        line = _line_of(self.lines, loc)
+        return f"in {self.file}" + (f" line {line}" if line is not None else "")
+
+
+@dataclass(frozen=True)
+class _EnvWhere:
+    variable: str
+
+    def at(self, loc: Loc) -> str:
+        return f"in the environment ({self.variable})"
+
+
+def _line_of(lines: Mapping[Loc, int], loc: Loc) -> int | None:
+    for i in range(len(loc), 0, -1):
+        if loc[:i] in lines:
+            return lines[loc[:i]]
+    return None
+
+
+def _unknown(key: str, model: type[BaseModel], path: Loc, table: bool) -> str:
+    """`unknown setting [fixer] agnet …`'s subject and its `; did you mean …?`."""
+    keys = _keys(model)
+    here = (*path, key)
+    if not path and table:
+        guess = _nearest(key, list(_sections()))
+        hint = f"did you mean [{guess}]?" if guess else f"the sections are {', '.join(_sections())}"
+        return f"unknown section [{key}] \x00; {hint}"
+    # The right key in the wrong table (a key written above its section's header).
+    elsewhere = [
+        setting_name((s, key)) for s, m in _sections().items() if key in _keys(m) and (s,) != path
+    ]
+    guess = _nearest(key, list(keys))
+    if elsewhere and (guess is None or guess != key):
+        hint = f"did you mean {elsewhere[0]}?"
+    elif guess:
+        hint = f"did you mean {guess}?"
+    else:
+        hint = f"the keys there are {', '.join(keys)}"
+    return f"unknown setting {setting_name(here)} \x00; {hint}"
+
+
+def _check_table(data: Mapping[str, Any], model: type[BaseModel], path: Loc, where: Any) -> None:
+    """Refuse a key or a table the settings do not have (a misspelling is never ignored)."""
+    keys = _keys(model)
+    for key, value in data.items():
+        f = keys.get(key)
+        here = (*path, key)
+        if f is None:
+            msg = _unknown(key, model, path, isinstance(value, dict))
+            raise LandbotError(msg.replace("\x00", where.at(here)))
+        sub = _section(f)
+        if sub is not None and isinstance(value, dict):
+            _check_table(value, sub, here, where)
+        item = _items(f)
+        if isinstance(value, list):
+            for i, v in enumerate(value):
+                if not isinstance(v, dict):
+                    continue
+                if item is not None:
+                    _check_table(v, item, (*here, i), where)
+                elif here == ("repos",):  # [[repos]] name = "o/r", or owner and name
+                    for k in v:
+                        if k not in ("owner", "name", "repo"):
+                            raise LandbotError(
+                                f"unknown setting [[repos]] {k} {where.at((*here, i, k))}; "
+                                "a [[repos]] table takes name (owner/name), or owner and name"
+                            )
+
+
+def _leaf_paths(
+    data: Mapping[str, Any], model: type[BaseModel], path: SettingPath
+) -> Iterator[SettingPath]:
+    """The settings (not tables) a file or a JSON variable sets."""
+    keys = _keys(model)
+    for key, value in data.items():
+        f = keys.get(key)
+        if f is None:
+            continue
+        sub = _section(f)
+        if sub is not None and isinstance(value, dict):
+            yield from _leaf_paths(value, sub, (*path, key))
+        else:
+            yield (*path, key)
+
+
+def _scan_env(
+    environ: Mapping[str, str],
+) -> tuple[dict[SettingPath, str], dict[SettingPath, str]]:
+    """The settings the environment sets, by path → variable, and the sections set whole
+    as JSON (`LANDBOT_FIXER='{…}'`). Refuses a `LANDBOT_…__…` variable that is no setting,
+    and a value that is not the JSON its setting needs.
+
+    A `LANDBOT_NAME` without `__` that is not a setting is some other program's (the
+    sandbox's `LANDBOT_MODEL_URL`, the test failpoints) unless it is one letter away from
+    a setting, or a section and key joined by one underscore."""
+    leaves: dict[SettingPath, str] = {}
+    sections: dict[SettingPath, str] = {}
+    top = _keys(Settings)
+    for var in sorted(environ):
+        if not var.upper().startswith("LANDBOT_") or len(var) == len("LANDBOT_"):
+            continue
+        name = var.upper()
+        parts = var[len("LANDBOT_") :].lower().split("__")
+        if len(parts) == 1 and parts[0] not in top:
+            _refuse_near_miss(name, parts[0])
+            continue
+        model: type[BaseModel] = Settings
+        path: SettingPath = ()
+        for i, part in enumerate(parts):
+            keys = _keys(model)
+            f = keys.get(part)
+            if f is None:
+                raise LandbotError(
+                    f"unknown setting {name} in the environment; {_env_hint(path, parts[i:])}"
+                )
+            path = (*path, part)
+            sub = _section(f)
+            last = i == len(parts) - 1
+            if sub is not None and not last:
+                model = sub
+                continue
+            value = environ[var]
+            if last and _is_json(f):
+                decoded = _json_value(name, value, f, sub)
+                _check_table({part: decoded}, model, path[:-1], _EnvWhere(name))
+                if sub is not None and isinstance(decoded, dict):
+                    sections[path] = name
+                    for leaf in _leaf_paths(decoded, sub, path):
+                        leaves[leaf] = name
+                    break
+            elif not last and get_origin(f.annotation) is not dict:
+                raise LandbotError(
+                    f"unknown setting {name} in the environment; "
+                    f"{setting_name(path)} has no keys: use {env_name(path)}"
+                )
+            leaves[path] = name  # a dict's key (LANDBOT_POLICY__REASONS__X) sets the dict
+            break
+    return leaves, sections
+
+
+def _refuse_near_miss(name: str, rest: str) -> None:
+    for section, model in _sections().items():
+        key = rest.removeprefix(section + "_")
+        if key != rest and key in _keys(model):
+            raise LandbotError(
+                f"unknown setting {name} in the environment; did you mean "
+                f"{env_name((section, key))}? (two underscores between section and key)"
+            )
+    guess = difflib.get_close_matches(rest, list(_keys(Settings)), n=1, cutoff=0.85)
+    if guess:
+        raise LandbotError(
+            f"unknown setting {name} in the environment; did you mean {env_name((guess[0],))}?"
+        )
+
+
+def _env_hint(path: SettingPath, rest: list[str]) -> str:
+    """`did you mean LANDBOT_FIXER__AGENT?`: the nearest name for each part of a variable."""
+    model: type[BaseModel] | None = Settings if not path else None
+    if path:
+        m: type[BaseModel] = Settings
+        for p in path:
+            sub = _section(_keys(m)[p])
+            assert sub is not None
+            m = sub
+        model = m
+    out = list(path)
+    for part in rest:
+        if model is None:
+            return f"{env_name(tuple(out))} has no keys"
+        keys = _keys(model)
+        guess = part if part in keys else _nearest(part, list(keys))
+        if guess is None:
+            if not out:
+                return f"the settings and sections are {', '.join(keys)}"
+            names = ", ".join(env_name((*out, k)) for k in keys)
+            return f"the [{'.'.join(out)}] settings are {names}"
+        out.append(guess)
+        model = _section(keys[guess])
+    return f"did you mean {env_name(tuple(out))}?"
+
+
+def _json_value(name: str, value: str, f: FieldInfo, sub: type[BaseModel] | None) -> Any:
+    example = (
+        '{"key": "value"}'
+        if sub is not None or get_origin(f.annotation) is dict
+        else '["first", "second"]'
+    )
+    try:
+        decoded = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise LandbotError(
+            f"setting {name} in the environment is not JSON ({exc.msg} at character "
+            f"{exc.pos}); write it as JSON, e.g. {name}='{example}'"
+        ) from None
+    if sub is not None and not isinstance(decoded, dict):
+        raise LandbotError(
+            f"setting {name} in the environment must be a JSON object, e.g. {name}='{example}'"
+        )
+    return decoded
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where one setting's value came from."""
+
+    kind: Literal["default", "file", "environment"]
+    variable: str | None = None
+    file: Path | None = None
+    line: int | None = None
+
+    def __str__(self) -> str:
+        if self.kind == "environment":
+            return f"{self.variable} (environment)"
+        if self.kind == "file":
+            return f"{self.file}:{self.line}" if self.line is not None else str(self.file)
+        return "default"
+
+    def subject(self, loc: Loc) -> str:
+        """`LANDBOT_FIXER__AGENT in the environment`, `[fixer] agent in FILE line 3`."""
+        if self.kind == "environment":
+            exact = self.variable == env_name(tuple(p for p in loc if isinstance(p, str)))
+            what = self.variable if exact else f"{setting_name(loc)} (from {self.variable})"
+            return f"{what} in the environment"
+        if self.kind == "file":
+            line = f" line {self.line}" if self.line is not None else ""
+            return f"{setting_name(loc)} in {self.file}{line}"
+        return f"{setting_name(loc)} ({env_name(loc)}, the default)"
+
+    def fix(self, loc: Loc) -> str:
+        if self.kind == "environment":
+            return f"fix it in the environment ({self.variable})"
+        if self.kind == "file":
+            return f"fix it in {self.file} (or override it with {env_name(loc)})"
+        return f"set it in the environment or in {DEFAULT_CONFIG_FILE}"
+
+
+@dataclass
+class Provenance:
+    """The sources load_settings read: which setting each one set, and the file's lines."""
+
+    file: Path | None = None
+    lines: dict[Loc, int] = dc_field(default_factory=dict)
+    file_leaves: set[SettingPath] = dc_field(default_factory=set)
+    env: dict[SettingPath, str] = dc_field(default_factory=dict)
+    env_sections: dict[SettingPath, str] = dc_field(default_factory=dict)
+
+    def origin(self, loc: Loc) -> Origin:
+        """Where the value at `loc` (a setting, or a place inside one) came from; the
+        environment wins over the file, as it does for the values."""
+        path = tuple(p for p in loc if isinstance(p, str))
+        prefixes = [path[:i] for i in range(len(path), 0, -1)]
+        for p in prefixes:
+            if p in self.env:
+                return Origin("environment", variable=self.env[p])
+        if path in self.env_sections:
+            return Origin("environment", variable=self.env_sections[path])
+        if self.file is not None and (
+            any(p in self.file_leaves for p in prefixes) or loc in self.lines
+        ):
+            return Origin("file", file=self.file, line=_line_of(self.lines, loc))
+        return Origin("default")
+
+    def sources(self) -> str:
+        where = ["the environment"] + ([str(self.file)] if self.file is not None else [])
+        return " or ".join(where)
+
+
+def _setting_loc(loc: Loc) -> Loc:
+    """The part of a pydantic error location that names settings (not union arms)."""
+    out: list[str | int] = []
+    model: type[BaseModel] | None = Settings
+    item: type[BaseModel] | None = None
+    for part in loc:
+        if isinstance(part, int):
+            out.append(part)
+            model, item = item, None
+            continue
+        if model is None:
+            break
+        keys = _keys(model)
+        f = keys.get(part) or model.model_fields.get(part)
+        if f is None:
+            break
+        out.append(f.alias or part)
+        model, item = _section(f), _items(f)
+    return tuple(out)
+
+
+def _validation_message(exc: ValidationError, prov: Provenance) -> str:
+    errors = exc.errors()
+    err = errors[0]
+    raw = tuple(err["loc"])
+    loc = _setting_loc(raw)
+    origin = prov.origin(loc)
+    if err["type"] == "extra_forbidden":  # only for values set in code: load refused it
+        return f"unknown setting {setting_name(raw)}; remove it"
+    msg = err["msg"].rstrip(".").removeprefix("Value error, ")
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"setting {origin.subject(loc)} is invalid: {msg}{more}; {origin.fix(loc)}"
+
+
+# A key line (`key = …`, `a.b = …`, quoted keys) and a table header (`[a.b]`, `[[a.b]]`).
+_BARE = r'(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|\'[^\']*\')'
+_KEY_RE = re.compile(rf"\s*({_BARE}(?:\s*\.\s*{_BARE})*)\s*=")
+_HEADER_RE = re.compile(rf"\s*(\[\[?)\s*({_BARE}(?:\s*\.\s*{_BARE})*)\s*\]\]?")
+
+
+def _dotted(text: str) -> tuple[str, ...]:
+    parts = re.findall(_BARE, text)
+    return tuple(p[1:-1] if p[:1] in "\"'" else p for p in parts)
+
+
+def _depth(text: str) -> tuple[int, str | None]:
+    """Bracket depth change of a line outside strings and comments, and the multi-line
+    string delimiter it leaves open."""
+    depth, i = 0, 0
+    while i < len(text):
+        c = text[i]
+        if c == "#":
+            break
+        for delim in ('"""', "'''"):
+            if text.startswith(delim, i):
+                end = text.find(delim, i + 3)
+                if end < 0:
+                    return depth, delim
+                i = end + 3
+                break
+        else:
+            if c in "\"'":
+                end = i + 1
+                while end < len(text) and text[end] != c:
+                    end += 2 if c == '"' and text[end] == "\\" else 1
+                i = end + 1
+                continue
+            depth += (c in "[{") - (c in "]}")
+            i += 1
+            continue
+    return depth, None
+
+
+def toml_lines(text: str) -> dict[Loc, int]:
+    """The line of every table and key of a TOML text, by path ([[x]] tables by index);
+    tomllib keeps no positions."""
+    lines: dict[Loc, int] = {}
+    table: Loc = ()
+    counts: dict[Loc, int] = {}
+    depth = 0
+    open_string: str | None = None
+    for number, line in enumerate(text.splitlines(), 1):
+        if open_string is not None:
+            if open_string in line:
+                open_string = None
+            continue
+        if depth > 0:
+            change, open_string = _depth(line)
+            depth = max(0, depth + change)
+            continue
+        header = _HEADER_RE.match(line)
+        if header is not None and not _KEY_RE.match(line):
+            path: Loc = _dotted(header.group(2))
+            lines.setdefault(path, number)
+            if header.group(1) == "[[":
+                counts[path] = counts.get(path, -1) + 1
+                path = (*path, counts[path])
+                lines[path] = number
+            table = path
+            continue
+        key = _KEY_RE.match(line)
+        if key is not None:
+            lines.setdefault((*table, *_dotted(key.group(1))), number)
+            change, open_string = _depth(line[key.end() :])
+            depth = max(0, change)
+    return lines
+
+
+def mask_url(text: str) -> str:
+    """A URL with its password (and query secrets) replaced by ***, for show and messages."""
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return text
+    if not parts.scheme or not parts.netloc:
+        return text
+    netloc = parts.netloc
+    if parts.password is not None:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.split(':', 1)[0]}:***@{host}"
+    query = parts.query
+    secret = re.compile(r"pass|secret|token|key", re.I)
+    if query and any(secret.search(k) for k, _ in parse_qsl(query)):
+        query = urlencode(
+            [(k, "***" if secret.search(k) else v) for k, v in parse_qsl(query)], safe="*"
+        )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+# --- `landbot config show` --------------------------------------------------------------
+
+MASK = "********"
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One effective setting for `landbot config show`: secrets masked, with its origin."""
+
+    path: SettingPath
+    value: Any  # JSON-able; a secret is MASK when set
+    secret: bool
+    origin: Origin
+
+    @property
+    def is_set(self) -> bool:
+        return self.value is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "setting": ".".join(self.path),
+            "toml": setting_name(self.path),
+            "env": env_name(self.path),
+            "value": self.value,
+            "set": self.is_set,
+            "secret": self.secret,
+            "source": self.origin.kind,
+            "variable": self.origin.variable,
+            "file": None if self.origin.file is None else str(self.origin.file),
+            "line": self.origin.line,
+        }
+
+
+def _shown_value(value: Any) -> Any:
+    if isinstance(value, SecretStr):
+        return MASK
+    if isinstance(value, BaseModel):
+        return _shown_value(value.model_dump(by_alias=True))
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, str):
+        return mask_url(value)
+    if isinstance(value, list | tuple):
+        return [_shown_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _shown_value(v) for k, v in value.items()}
+    return value
+
+
+def effective(settings: Settings) -> list[Shown]:
+    """Every setting's value as landbot uses it, in the order of reference()."""
+    out: list[Shown] = []
+
+    def walk(model: BaseModel, path: SettingPath) -> None:
+        for name, f in type(model).model_fields.items():
+            key = f.alias or name
+            value = getattr(model, name)
+            if _section(f) is not None and isinstance(value, BaseModel):
+                walk(value, (*path, key))
+                continue
+            secret = f.annotation is SecretStr or SecretStr in get_args(f.annotation)
+            shown = None if value is None else _shown_value(value)
+            out.append(Shown((*path, key), shown, secret, settings.origin((*path, key))))
+
+    walk(settings, ())
+    return out
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        items = ", ".join(
+            f"{k if re.fullmatch(r'[A-Za-z0-9_-]+', k) else json.dumps(k)} = {_toml_value(v)}"
+            for k, v in value.items()
+        )
+        return "{" + (f" {items} " if items else "") + "}"
+    return json.dumps(str(value))
+
+
+def render_show(settings: Settings) -> str:
+    """The effective settings as TOML (it loads back, secrets aside), each line saying where
+    its value came from; unset settings as comments."""
+    rows = effective(settings)
+    source = settings._config_file
+    lines = [
+        "# landbot's effective settings: environment over "
+        + (f"{source}" if source is not None else f"{DEFAULT_CONFIG_FILE} (not found)")
+        + " over defaults; secrets masked"
+    ]
+    # Top-level keys first: in TOML, a key after a [table] header belongs to that table.
+    ordered = sorted(rows, key=lambda r: len(r.path) > 1)
+    table: SettingPath = ()
+    for row in ordered:
+        section = row.path[:-1]
+        if section != table:
+            lines += ["", f"[{'.'.join(section)}]"]
+            table = section
+        origin = str(row.origin)
+        if not row.is_set:
+            lines.append(f"# {row.path[-1]} is not set  ({env_name(row.path)})")
+            continue
+        text = f"{row.path[-1]} = {_toml_value(row.value)}"
+        note = f"set, masked; {origin}" if row.secret else origin
+        lines.append(f"{text}  # {note}")
+    return "\n".join(lines) + "\n"
 
 
 def require(value: Any, name: str, toml_key: str) -> Any:

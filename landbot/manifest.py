@@ -1,8 +1,16 @@
-"""The GitHub App manifest (config/app-manifest.json), printed with a chosen webhook URL.
+"""The GitHub App manifest (config/app-manifest.json), rendered for one deployment.
 
-Why each permission: contents write (push a fixer's commits), pull requests write (comments,
-auto-merge), merge queues write (enqueue), checks and actions read (failed checks, job
-logs), issues write (comments and reactions on the PR's issue), metadata read (always).
+Why each permission (tests/app/test_manifest.py derives the set from the calls the code
+makes): contents write (push a fixer's commits), pull requests write (re-read pull
+requests, comments, reactions, minimize, auto-merge), merge queues write (enqueue, read the
+queue, `merge_group` events), checks read and actions read (failed checks, runs, jobs, logs;
+`check_run` and `workflow_run` events), issues read (the `issue_comment` event: a comment
+on a pull request is an issue comment), metadata read (always; a collaborator's role).
+
+`url` is the App's homepage: the operator's own (the webhook's origin unless --url says
+otherwise), never an App slug they do not own. `redirect_url` belongs to the manifest flow
+(`landbot app create` sets its own loopback callback); a printed manifest has none unless
+asked, since only the flow can trade the code GitHub sends there.
 """
 
 from __future__ import annotations
@@ -24,15 +32,33 @@ def load() -> dict[str, Any]:
     return data
 
 
-def render(webhook_url: str, name: str | None = None) -> dict[str, Any]:
-    parts = urlsplit(webhook_url)
+def _url(value: str, option: str, example: str) -> str:
+    parts = urlsplit(value)
     if parts.scheme not in ("https", "http") or not parts.netloc:
-        raise LandbotError(
-            f"--webhook-url {webhook_url!r} is not a URL; pass e.g. https://bot.example.com/webhook"
-        )
+        raise LandbotError(f"{option} {value!r} is not a URL; pass e.g. {example}")
+    return value
+
+
+def render(
+    webhook_url: str,
+    name: str | None = None,
+    *,
+    url: str | None = None,
+    redirect_url: str | None = None,
+) -> dict[str, Any]:
+    """The manifest with the operator's webhook URL, homepage and (for the flow) redirect."""
+    _url(webhook_url, "--webhook-url", "https://bot.example.com/webhook")
+    parts = urlsplit(webhook_url)
     data = load()
     data["hook_attributes"]["url"] = webhook_url
-    data["redirect_url"] = f"{parts.scheme}://{parts.netloc}/"
+    data["url"] = (
+        _url(url, "--url", "https://github.com/OWNER/REPO")
+        if url
+        else f"{parts.scheme}://{parts.netloc}/"
+    )
+    data.pop("redirect_url", None)
+    if redirect_url:
+        data["redirect_url"] = _url(redirect_url, "redirect_url", "http://127.0.0.1:8400/callback")
     if name:
         data["name"] = name
     return data

@@ -82,6 +82,15 @@ class JobFailure:
     run: str = ""
     working_directory: str = ""
     line_url: str = ""
+    # What picked the failing step and region (``steps-api``, ``annotations`` or ``log``),
+    # the failed tests the log names (the flaky ledger's keys), the class the log's words
+    # gave before the positive evidence was weighed (None: the same as `class_`), and that
+    # evidence in one sentence ("failed in 4 other pull requests this week and passed on
+    # retry", "failed the same way on the pull request's own head").
+    signal: str = "log"
+    failed_tests: tuple[str, ...] = ()
+    log_class: TriageClass | None = None
+    flaky_evidence: str = ""
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,10 @@
 runs the repository's CI for real on a checkout of that commit.
 
 It does what `.github/workflows/ci.yml` of the demo project says: `landbot quest check
---base <base>` on every pull request and merge group, and `python -m pytest` in the merge
-queue only. The output of each command becomes the job's log in GitHub Actions' format, its
-exit code the job's conclusion; landbot later downloads those logs and triages them.
+--base <base>` on every pull request and merge group, and the test suite (the standard
+library's unittest, so a plain install with the `demo` extra runs it) in the merge queue
+only. The output of each command becomes the job's log in GitHub Actions' format, its exit
+code the job's conclusion; landbot later downloads those logs and triages them.
 
 One thing is injected, because a runner cannot be made to die on cue: the first merge group
 of the "flaky" pull request loses its `test` runner (the log ends the way a runner shutdown
@@ -32,6 +33,17 @@ from landbot.sim.scenarios import (
 )
 
 MAX_OUTPUT_LINES = 400
+# The demo project's test command: unittest, not pytest, so `landbot demo` needs nothing a
+# plain install with the `demo` extra lacks (issue 15).
+UNITTEST = (
+    "-m",
+    "unittest",
+    "discover",
+    "--start-directory",
+    "tests",
+    "--top-level-directory",
+    ".",
+)
 
 RUNNER_SHUTDOWN = (
     "##[error]The runner has received a shutdown signal. This can happen when the runner "
@@ -144,8 +156,8 @@ class DemoCI:
             plans.append(
                 JobPlan(
                     "test",
-                    "python -m pytest -q -p no:cacheprovider",
-                    (self.python, "-m", "pytest", "-q", "-p", "no:cacheprovider"),
+                    f"python {' '.join(UNITTEST)}",
+                    (self.python, *UNITTEST),
                     runner_dies=pr in self.flaky_pulls and attempt == 1,
                 )
             )
@@ -157,7 +169,6 @@ class DemoCI:
         work = self._checkout(plan.name, sha)
         env = {
             **os.environ,
-            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
             "NO_COLOR": "1",
             "COLUMNS": "120",

@@ -198,16 +198,23 @@ class LogRelay(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         progress = record.name.startswith(PROGRESS_LOGGERS)
-        if record.levelno < logging.WARNING and not progress:
+        # landbot.logs events (fields on the record) are for the operator's log: below a
+        # warning, the observer tells the same story.
+        fields = {**getattr(record, "landbot_context", {}), **getattr(record, "landbot_fields", {})}
+        structured = hasattr(record, "landbot_fields")
+        if record.levelno < logging.WARNING and (not progress or structured):
             return
         try:
             text = record.getMessage()
         except Exception:  # a bad format string must not break the demo
             return
+        if structured and (fields.get("why") or fields.get("error")):
+            text = f"{text}: {fields.get('why') or fields.get('error')}"
         if _CLOSING.match(text):
             return
         found = _PR_REF.search(text)
-        self.reporter.event("landbot", int(found.group(1)) if found else None, text)
+        pr = fields.get("pr") if structured else (int(found.group(1)) if found else None)
+        self.reporter.event("landbot", pr if isinstance(pr, int) else None, text)
 
 
 def report_ci(reporter: Reporter) -> Callable[[CiRun], None]:

@@ -33,7 +33,8 @@ POLICY_FINDING = "quest: quest/release.md: required quest stats/median.md does n
 
 CI_WORKFLOW = """\
 # The demo's CI. landbot's demo runs these steps for real on its simulated runner (a
-# self-hosted runner image that already has landbot and pytest).
+# self-hosted runner image that already has landbot; the tests need only the standard
+# library).
 name: CI
 on:
   pull_request:
@@ -52,11 +53,9 @@ jobs:
     # The whole suite runs in the merge queue, on the exact commit that will land.
     if: github.event_name == 'merge_group'
     runs-on: [self-hosted, calc]
-    env:
-      PYTEST_DISABLE_PLUGIN_AUTOLOAD: "1"
     steps:
       - uses: actions/checkout@v4
-      - run: python -m pytest -q -p no:cacheprovider
+      - run: python -m unittest discover --start-directory tests --top-level-directory .
 """
 
 BASE_FILES: dict[str, str] = {
@@ -71,9 +70,6 @@ BASE_FILES: dict[str, str] = {
         'version = "0.9.0"\n'
         'description = "Small statistics helpers"\n'
         'requires-python = ">=3.9"\n'
-        "\n"
-        "[tool.pytest.ini_options]\n"
-        'testpaths = ["tests"]\n'
     ),
     ".gitattributes": "quest/**/*.md merge=quest\n",
     ".github/workflows/ci.yml": CI_WORKFLOW,

@@ -68,7 +68,7 @@ def run_demo(
     started = time.monotonic()
     # First: a plain `pip install landbot` has no simulator, and the demo is built on it.
     if missing_extra() is not None:
-        raise LandbotError("landbot demo needs the simulator: pip install 'landbot[sim]'")
+        raise LandbotError("landbot demo needs its extra: pip install 'landbot[demo]'")
     check_agent(agent)
     check_host()  # no sandbox, no demo: say so now, not after the queue ran
     with contextlib.ExitStack() as stack:

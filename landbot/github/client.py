@@ -4,7 +4,9 @@ Built on githubkit (`GitHub`, `auto_retry=False`, `http_cache=False`, its own
 `MemCacheStrategy()`) pointed at `settings.api_url`, so a local fake is reached by URL;
 GraphQL goes to `<api_url>/graphql`. Every call runs under the one retry policy of
 retry.py, and counts in `client.calls` (every HTTP request sent to the API, retries and
-auth calls included) so tests can assert call budgets.
+auth calls included) so tests can assert call budgets. Each request is also reported to
+`CALL_OBSERVERS` (its installation, status and `X-RateLimit-*` figures), which is where
+landbot.web.prom counts them for /metrics.
 
 githubkit and httpx are imported on first use: building a client costs nothing, and a
 command that never talks to GitHub never imports them.
@@ -15,8 +17,9 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack, contextmanager
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, urljoin
@@ -33,6 +36,7 @@ from landbot.github.errors import (
     ServerError,
 )
 from landbot.github.models import (
+    Annotation,
     CheckRun,
     Comment,
     EnqueueResult,
@@ -62,6 +66,55 @@ ACTIONS_BOT = "github-actions[bot]"
 # Permission names GitHub defines; a custom role's name falls back to `permission`.
 ROLES = ("admin", "maintain", "write", "triage", "read", "none")
 _NODE_MEMORY = 10_000  # node id -> repository entries kept for App auth of node-id calls
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """The `X-RateLimit-*` headers of one answer: the budget of one resource (core, graphql,
+    search...) of the credentials that made the request."""
+
+    resource: str
+    limit: int
+    remaining: int
+    reset: float  # epoch seconds when `remaining` refills
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One HTTP request sent to the API (a retry is another one), as /metrics counts it."""
+
+    # The App installation's id; "app" for the App's own JWT calls (installation lookup,
+    # token minting); "token" for a personal or Actions token.
+    installation: str
+    api: str  # "rest" or "graphql"
+    status: str  # the HTTP status code, or "error" when no answer came
+    rate_limit: RateLimit | None
+
+
+# Called after every request to the API, in the thread that made it (landbot.web.prom adds
+# its counters here). An observer that raises is logged and does not fail the call.
+CALL_OBSERVERS: list[Callable[[CallRecord], None]] = []
+
+
+def rate_limit_of(headers: Mapping[str, str]) -> RateLimit | None:
+    """The rate-limit figures of an answer; None when it has none (or they do not parse)."""
+    try:
+        return RateLimit(
+            resource=headers.get("x-ratelimit-resource") or "core",
+            limit=int(headers["x-ratelimit-limit"]),
+            remaining=int(headers["x-ratelimit-remaining"]),
+            reset=float(headers.get("x-ratelimit-reset") or 0),
+        )
+    except (KeyError, ValueError):
+        return None
+
+
+def _notify(record: CallRecord) -> None:
+    for observe in tuple(CALL_OBSERVERS):
+        try:
+            observe(record)
+        except Exception:  # counting must never fail a call to GitHub
+            log.exception("a GitHub call observer failed")
 
 
 class GitHubClient:
@@ -96,6 +149,9 @@ class GitHubClient:
         self._bot_login: str | None = None
         self._node_repos: dict[str, str] = {}
         self._last_mutation: float | None = None
+        # Whose credentials the request being sent uses (CallRecord.installation).
+        self._installation = "token"
+        self._token_installations: dict[int, str] = {}
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -218,6 +274,13 @@ class GitHubClient:
         path = f"{repo_path(repo)}/commits/{quote(ref, safe='/')}/check-runs"
         items = self._paginate(repo, path, {}, key="check_runs")
         return [self._parse(parse.check_run, i, "check run") for i in items]
+
+    def check_run_annotations(self, repo: str, check_run_id: int) -> list[Annotation]:
+        """A check run's annotations (for an Actions job: its `##[error]` and problem-matcher
+        lines, with paths and lines): the first page (100), one call."""
+        path = f"{repo_path(repo)}/check-runs/{int(check_run_id)}/annotations"
+        items = self._paginate(repo, path, {}, key=None, max_pages=1)
+        return [self._parse(parse.annotation, i, "annotation") for i in items]
 
     def merge_group_runs(self, repo: str, *, head_sha: str | None = None) -> list[WorkflowRun]:
         """Merge-group workflow runs: those of one commit, or else the newest 100 (one call:
@@ -411,12 +474,48 @@ class GitHubClient:
                 method, url, params=params, json=json, headers=self._headers(authorization)
             )
         except RequestFailed as exc:  # includes githubkit's rate-limit subclasses
+            self._observe(url, exc.response.raw_response)
             raise self._http_error(exc.response.raw_response) from None
         except RequestTimeout as exc:
+            self._observe(url, None)
             raise network_error(exc.exc, method, url) from exc
         except RequestError as exc:
+            self._observe(url, None)
             raise network_error(exc.exc, method, url) from exc
+        self._observe(url, response.raw_response)
         return response.raw_response
+
+    def _observe(self, url: str, response: httpx.Response | None) -> None:
+        """Report one request to CALL_OBSERVERS (nothing to do when there are none)."""
+        if not CALL_OBSERVERS:
+            return
+        _notify(
+            CallRecord(
+                installation=self._installation,
+                api="graphql" if url == self.settings.graphql_url else "rest",
+                status="error" if response is None else str(response.status_code),
+                rate_limit=None if response is None else rate_limit_of(response.headers),
+            )
+        )
+
+    def _installation_of(self, repo: str | None, authorization: str) -> str:
+        """The installation whose token `_authorization(repo)` just returned, as
+        CallRecord.installation names it. Never makes a request: the repository's
+        installation is cached by then, and a call naming no repository (a node-id
+        mutation) is known by its token, when that token served a repository before."""
+        if not isinstance(self.auth, AppAuth):
+            return "token"
+        key = hash(authorization)  # the token itself is not kept here
+        if repo is None:
+            return self._token_installations.get(key, "unknown")
+        try:
+            label = str(self.auth.installation_id(repo, self._auth_http))
+        except Exception:  # only a label: never a reason to fail the call
+            return "unknown"
+        if len(self._token_installations) >= _NODE_MEMORY:
+            self._token_installations.clear()
+        self._token_installations[key] = label
+        return label
 
     def _http_error(self, response: httpx.Response) -> GitHubError:
         status = response.status_code
@@ -441,9 +540,13 @@ class GitHubClient:
 
         Minting a token twice is harmless, so these are retried like reads.
         """
-        response = self._retrier.call(
-            lambda: self._exchange(method, path, authorization=authorization), mutation=False
-        )
+        previous, self._installation = self._installation, "app"
+        try:
+            response = self._retrier.call(
+                lambda: self._exchange(method, path, authorization=authorization), mutation=False
+            )
+        finally:
+            self._installation = previous
         return response.json()
 
     def _call(
@@ -456,6 +559,7 @@ class GitHubClient:
     ) -> T:
         """Run `attempt(authorization)` under the policy; once more with fresh auth after a 401."""
         authorization = self._authorization(repo)
+        self._installation = self._installation_of(repo, authorization)
         if mutation:
             self._pace_mutation()
         guarded = mutation and not repeatable
@@ -468,6 +572,7 @@ class GitHubClient:
                 if exc.status != 401 or not self.auth.invalidate(repo):
                     raise
                 authorization = self._authorization(repo)
+                self._installation = self._installation_of(repo, authorization)
                 return self._retrier.call(lambda: attempt(authorization), mutation=guarded)
         finally:
             if mutation:
@@ -619,7 +724,9 @@ class GitHubClient:
             try:
                 response = client.send(request, stream=True, follow_redirects=False)
             except httpx.TransportError as exc:
+                self._observe(path, None)
                 raise network_error(exc, "GET", str(request.url)) from exc
+            self._observe(path, response)  # the API's answer (the redirect), not the download
             attempt.callback(response.close)
             if response.is_redirect and "location" in response.headers:
                 target = urljoin(str(request.url), response.headers["location"])

@@ -76,6 +76,18 @@ class CheckRun:
     app_slug: str | None  # "github-actions" for Actions
     started_at: datetime | None
     completed_at: datetime | None
+    annotations_count: int = 0  # output.annotations_count: whether annotations are worth a call
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """One check-run annotation (`GET …/check-runs/{id}/annotations`)."""
+
+    path: str
+    start_line: int
+    annotation_level: str  # notice | warning | failure
+    message: str
+    title: str = ""
 
 
 @dataclass(frozen=True)

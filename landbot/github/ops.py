@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
 from landbot.github.models import (
+    Annotation,
     CheckRun,
     Comment,
     EnqueueResult,
@@ -87,6 +88,13 @@ class TriageGitHub(GitHubOps, Protocol):
     def latest_queue_removal(self, repo: str, number: int) -> QueueEvent | None: ...
 
     def git_token(self, repo: str) -> str: ...
+
+
+@runtime_checkable
+class ReadsAnnotations(Protocol):
+    """Check-run annotations: optional for triage (a client without them gives none)."""
+
+    def check_run_annotations(self, repo: str, check_run_id: int) -> list[Annotation]: ...
 
 
 class FixClient(ReadsPull, ArmsAutoMerge, Protocol):

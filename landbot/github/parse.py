@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from landbot.github.models import (
+    Annotation,
     CheckRun,
     Comment,
     EnqueueResult,
@@ -76,6 +77,23 @@ def check_run(obj: dict[str, Any]) -> CheckRun:
         app_slug=app.get("slug") if isinstance(app, dict) else None,
         started_at=timestamp(obj.get("started_at")),
         completed_at=timestamp(obj.get("completed_at")),
+        annotations_count=_annotations_count(obj.get("output")),
+    )
+
+
+def _annotations_count(output: Any) -> int:
+    count = output.get("annotations_count") if isinstance(output, dict) else None
+    return count if isinstance(count, int) and count > 0 else 0
+
+
+def annotation(obj: dict[str, Any]) -> Annotation:
+    line = obj.get("start_line")
+    return Annotation(
+        path=str(obj.get("path") or ""),
+        start_line=line if isinstance(line, int) else 0,
+        annotation_level=str(obj.get("annotation_level") or ""),
+        message=str(obj.get("message") or ""),
+        title=str(obj.get("title") or ""),
     )
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from landbot import logs
 from landbot.core import keys
 from landbot.core.groups import FAILED, parse_group_ref
 from landbot.core.model import Superseded
@@ -92,7 +93,8 @@ def handle(delivery: WebhookEvent[payloads.Payload], store: Store) -> Handled:
     Superseded a push or a close means (landbot/pipeline/deliveries.py applies it)."""
     r = _route_for(delivery.event, delivery.action)
     if r is None:
-        log.info("ignoring %s.%s (%s)", delivery.event, delivery.action, delivery.delivery_id)
+        # The worker's "delivery processed" line says so at info, with this note.
+        logs.event(log, "delivery not handled", logging.DEBUG, delivery_id=delivery.delivery_id)
         return f"not handled: {delivery.event}.{delivery.action}"
     if not isinstance(delivery.payload, r.model):  # an event built by hand, not by parse
         raise TypeError(
@@ -100,6 +102,19 @@ def handle(delivery: WebhookEvent[payloads.Payload], store: Store) -> Handled:
             "build the event with events.parse"
         )
     return r.handler(delivery, store)
+
+
+def pr_of(delivery: WebhookEvent[payloads.Payload]) -> int | None:
+    """The pull request a delivery is about, when its payload names one (for the log)."""
+    p = delivery.payload
+    if isinstance(p, payloads.PullRequestEvent):
+        return p.pr_number
+    if isinstance(p, payloads.IssueCommentCreated):
+        return p.issue.number if p.issue.is_pull_request else None
+    if isinstance(p, payloads.MergeGroupEvent):
+        ref = parse_group_ref(p.merge_group.head_ref)
+        return ref.pr if ref is not None else None
+    return None
 
 
 def parse(
@@ -130,7 +145,7 @@ def record_drop(
 ) -> tuple[int, bool]:
     """Record a removal once, whichever door saw it first, and queue its drop job."""
     with store.tx():  # one transaction: a webhook and a poll racing see each other
-        return _record_drop(
+        drop_id, created = _record_drop(
             store,
             repo=repo,
             pr=pr,
@@ -142,6 +157,20 @@ def record_drop(
             removal_id=removal_id,
             base_ref=base_ref,
         )
+    logs.event(
+        log,
+        "drop recorded" if created else "removal already recorded",
+        repo=repo,
+        pr=pr,
+        head_sha=head_sha,
+        drop_id=drop_id,
+        delivery_id=delivery_id,
+        removal_id=removal_id,
+        reason=normalize(raw_reason),
+        raw_reason=raw_reason,
+        source=source,
+    )
+    return drop_id, created
 
 
 def _record_drop(
@@ -242,6 +271,9 @@ def _synchronize(d: WebhookEvent[payloads.PullRequestSynchronize], store: Store)
 def _closed(d: WebhookEvent[payloads.PullRequestClosed], store: Store) -> Handled:
     repo, number = _pr(d)
     merged = bool(d.payload.pull_request.merged)
+    if merged and d.payload.pull_request.head.sha:
+        # The head merged: its failures in the flaky-test ledger passed their retry.
+        store.record_merged(repo, number, head_sha=d.payload.pull_request.head.sha)
     return Superseded(repo, number, "merged" if merged else "closed", note="closed")
 
 
@@ -272,6 +304,14 @@ def _store_group(d: WebhookEvent[payloads.MergeGroupEvent], store: Store, status
         base_sha=group.base_sha or ref.base_sha,
         status=status,
     )
+    logs.event(
+        log,
+        "merge group recorded",
+        logging.DEBUG,
+        pr=ref.pr,
+        merge_group_sha=group.head_sha,
+        status=status,
+    )
     return f"group {group.head_sha[:7]} for #{ref.pr}: {status}"
 
 
@@ -298,6 +338,17 @@ def _group_failure(
         },
         pr=ref.pr,
         head_ref=branch or "",
+    )
+    logs.event(
+        log,
+        "merge group failure recorded",
+        logging.DEBUG,
+        pr=ref.pr,
+        merge_group_sha=run.head_sha,
+        run=kind,
+        run_id=run.id,
+        check=run.name,
+        conclusion=run.conclusion,
     )
     return f"failed {kind.replace('_', ' ')} {run.name} on group of #{ref.pr}"
 
@@ -337,5 +388,15 @@ def _comment(d: WebhookEvent[payloads.IssueCommentCreated], store: Store) -> str
             "comment_id": comment.id,
         },
         dedupe_key=f"command:{d.delivery_id}",
+    )
+    logs.event(
+        log,
+        "command received",
+        repo=d.repo,
+        pr=issue.number,
+        delivery_id=d.delivery_id,
+        command="retry",
+        user=user,
+        comment_id=comment.id,
     )
     return f"/landbot retry from {user} on #{issue.number}"

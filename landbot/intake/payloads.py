@@ -80,6 +80,7 @@ class DequeuedPullRequest(PullRequest):
 
 class ClosedPullRequest(PullRequest):
     merged: bool | None = None
+    head: Head = Head()  # the head that merged (the flaky-test ledger's passing retry)
 
 
 class PullRequestEvent(Payload):

@@ -31,6 +31,7 @@ import datetime as dt
 import logging
 from dataclasses import dataclass, field
 
+from landbot import logs
 from landbot.core.groups import removed_this_head
 from landbot.github.models import PullRemovals, QueueEvent
 from landbot.github.ops import SweepOps
@@ -121,14 +122,15 @@ def sweep_report(
         head = removed_head(pr, last)
         if isinstance(head, Unmatched):
             # Expected after a push; logged so an operator can see why no drop came of it.
-            log.info(
-                "%s#%d: removal %s of %s is not of the head %s (%s): nothing to do",
-                repo,
-                pr.number,
-                last.id,
-                (head.removed or "an unnamed commit")[:12],
-                pr.head_oid[:12],
-                head.why,
+            logs.event(
+                log,
+                "removal not of the current head: nothing to do",
+                repo=repo,
+                pr=pr.number,
+                head_sha=pr.head_oid,
+                removal_id=last.id,
+                removed_sha=head.removed,
+                why=head.why,
             )
             result.unmatched.append(head)
             continue
@@ -144,4 +146,12 @@ def sweep_report(
             base_ref=pr.base_ref,
         )
         (result.new if created else result.seen).append(drop_id)
+    logs.event(
+        log,
+        "sweep finished",
+        repo=repo,
+        new=len(result.new),
+        seen=len(result.seen),
+        unmatched=len(result.unmatched),
+    )
     return result

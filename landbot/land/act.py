@@ -45,6 +45,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from landbot import logs
 from landbot.core import keys
 from landbot.core.model import Drop, Evidence, FixerResult, PrSnapshot
 from landbot.github.errors import (
@@ -97,7 +98,8 @@ class Actor:
         self.store = store
         self.gh = gh
         self.policy = policy or Policy()  # the comments name its skip label and caps
-        self.progress = progress or (lambda msg: log.info("%s", msg))
+        # Progress notes go to the log at debug: the events below say the same, as fields.
+        self.progress = progress or (lambda msg: log.debug("%s", msg))
         self.failpoint = failpoint or (lambda name: None)
 
     def act(
@@ -115,8 +117,25 @@ class Actor:
         key = keys.action(drop.id, index, kind, after_fixer=fixer is not None)
         state = self.store.begin_action(key, kind.lower(), drop.id)
         if state == "done":
+            logs.event(log, "action already done", logging.DEBUG, action_key=key)
             return
         resumed = state == "started"
+        with logs.bound(**logs.drop_fields(drop), action_key=key):
+            self._act(drop, pr, evidence, fixer, key, action, resumed=resumed)
+
+    def _act(
+        self,
+        drop: Drop,
+        pr: PrSnapshot,
+        evidence: Evidence,
+        fixer: FixerResult | None,
+        key: str,
+        action: Action,
+        *,
+        resumed: bool,
+    ) -> None:
+        assert drop.id is not None
+        kind = type(action).__name__
         self.failpoint(f"before_{kind.lower()}")
         result: Any = None
         if isinstance(action, Requeue):
@@ -134,6 +153,9 @@ class Actor:
             c = self._status(drop, body)
             self.store.save_comment(drop.repo, drop.pr, "status", c.id, c.node_id)
             result = {"comment": c.id}
+            logs.event(
+                log, "status comment written", topic=action.topic, comment_id=c.id, url=c.html_url
+            )
         elif isinstance(action, HandBack):
             result = self._hand_back(drop, pr, evidence, fixer, action, resumed=resumed)
             if action.topic == "cap_reached" and action.cap is not None:
@@ -154,12 +176,15 @@ class Actor:
                 drop_id=drop.id,
             )
             result = {"job": job}
+            logs.event(log, "fixer job queued", fix_job_id=job, mode=action.mode)
         self.failpoint(f"after_{kind.lower()}")
         self.store.finish_action(key, "done", result)
 
     def react(self, repo: str, comment_id: int, *, accepted: bool) -> None:
         """Answer a comment command: 👀 when accepted, 👎 when refused."""
-        self.gh.add_reaction(repo, comment_id, "eyes" if accepted else "-1")
+        content = "eyes" if accepted else "-1"
+        self.gh.add_reaction(repo, comment_id, content)
+        logs.event(log, "reaction added", repo=repo, comment_id=comment_id, content=content)
 
     # --- enqueue -----------------------------------------------------------------------
 
@@ -172,6 +197,7 @@ class Actor:
             # A previous attempt claimed this action and may have enqueued before dying.
             check = self._check_enqueue(drop, action)
             if not check.send_again:
+                logs.event(log, "enqueue not sent again", finding=check.finding, why=check.why)
                 return {"enqueue": check.finding, "resumed": True}
         self.progress(f"re-enqueueing {drop.repo}#{drop.pr} at {action.head_sha[:7]}")
         try:
@@ -179,10 +205,18 @@ class Actor:
         except MutationOutcomeUnknown:
             # GitHub may have acted: find out before sending it again, once.
             check = self._check_enqueue(drop, action)
-            log.warning("%s#%s: enqueue unanswered; %s", drop.repo, drop.pr, check.why)
+            logs.event(
+                log,
+                "enqueue unanswered",
+                logging.WARNING,
+                finding=check.finding,
+                send_again=check.send_again,
+                why=check.why,
+            )
             if not check.send_again:
                 return {"enqueue": check.finding}
             res = self._enqueue(pr, action, drop)
+        logs.event(log, "enqueued", enqueued_sha=action.head_sha, already_queued=res.already_queued)
         return {"already_queued": res.already_queued}
 
     def _enqueue(self, pr: PrSnapshot, action: Requeue, drop: Drop) -> EnqueueResult:
@@ -251,6 +285,15 @@ class Actor:
         previous = self.store.comment_ref(drop.repo, drop.pr, "handback")
         comment = self._new_comment(drop, HANDBACK_MARKER, tag, body, resumed=resumed)
         self.progress(f"handed {drop.repo}#{drop.pr} back to @{pr.author}")
+        logs.event(
+            log,
+            "handed back",
+            topic=action.topic,
+            cap=action.cap,
+            author=pr.author,
+            comment_id=comment.id,
+            url=comment.html_url,
+        )
         if previous is not None and previous[0] != comment.id and previous[1]:
             # The older hand-back is outdated: fold it away so one current one stands.
             self._minimize(drop, previous[1])
@@ -265,6 +308,13 @@ class Actor:
         body = render_fix_pushed(drop, pr, evidence, fixer) + tag + "\n"
         comment = self._new_comment(drop, FIX_MARKER, tag, body, resumed=resumed)
         self.progress(f"announced the fix pushed to {drop.repo}#{drop.pr}")
+        logs.event(
+            log,
+            "fix announced",
+            pushed_sha=fixer.pushed_sha,
+            comment_id=comment.id,
+            url=comment.html_url,
+        )
         return {"comment": comment.id, "url": comment.html_url}
 
     def _announced(self, drop: Drop, fixer: FixerResult | None) -> str | None:
@@ -316,11 +366,25 @@ class Actor:
                 lambda: self.gh.minimize_comment(node_id, "OUTDATED", repo=drop.repo),
             )
         except MutationOutcomeUnknown as exc:
-            log.warning("%s#%s: minimizing %s: %s", drop.repo, drop.pr, node_id, exc)
+            logs.event(
+                log,
+                "older hand-back minimize unanswered",
+                logging.WARNING,
+                node_id=node_id,
+                error=exc,
+            )
         except (NetworkError, RateLimited):
             raise  # GitHub did nothing: the job is retried, the ledger re-checks
         except GitHubError as exc:
-            log.warning("%s#%s: minimizing %s refused: %s", drop.repo, drop.pr, node_id, exc)
+            logs.event(
+                log,
+                "older hand-back minimize refused",
+                logging.WARNING,
+                node_id=node_id,
+                error=exc,
+            )
+        else:
+            logs.event(log, "older hand-back minimized", node_id=node_id)
 
 
 def _again_once(drop: Drop, what: str, send: Callable[[], T]) -> T:
@@ -328,6 +392,12 @@ def _again_once(drop: Drop, what: str, send: Callable[[], T]) -> T:
     MutationOutcomeUnknown is the caller's to handle)."""
     try:
         return send()
-    except MutationOutcomeUnknown:
-        log.warning("%s#%s: %s unanswered; again", drop.repo, drop.pr, what)
+    except MutationOutcomeUnknown as exc:
+        logs.event(
+            log,
+            "mutation unanswered: sending it again",
+            logging.WARNING,
+            mutation=what,
+            error=exc,
+        )
         return send()

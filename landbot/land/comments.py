@@ -313,10 +313,30 @@ def _jobs(evidence: Evidence) -> list[str]:
             head += f" `{conclusion}`"
         step = f", step **{_inert(job.step)}**" if job.step else ""
         at = f" ([the failing line]({job.line_url}))" if _SAFE_URL.fullmatch(job.line_url) else ""
-        lines.append(f"- {head}{step}: {_inert(job.summary)} _(class: {job.class_})_{at}")
+        lines.append(f"- {head}{step}: {_inert(job.summary)} _({_class_note(job)})_{at}")
+        if job.flaky_evidence:
+            lines.append(f"  - **Evidence:** {_inert(job.flaky_evidence)}.")
         if job.excerpt:
             lines += ["", *(f"  {line}" if line else "" for line in _excerpt(job))]
     return lines
+
+
+# What picked the failing step and region (LogExplanation.signal), as a maintainer reads
+# it; the log alone (the default, and all `landbot triage log` has) goes unsaid.
+_SIGNAL: dict[str, str] = {
+    "steps-api": "step from GitHub's jobs API",
+    "annotations": "step from the check run's annotations",
+}
+
+
+def _class_note(job: JobFailure) -> str:
+    """`class: flaky; the log alone says genuine; step from GitHub's jobs API`."""
+    parts = [f"class: {job.class_}"]
+    if job.log_class and job.log_class != job.class_:
+        parts.append(f"the log alone says {job.log_class}")
+    if job.step and job.signal in _SIGNAL:
+        parts.append(_SIGNAL[job.signal])
+    return "; ".join(parts)
 
 
 def _excerpt(job: JobFailure) -> list[str]:

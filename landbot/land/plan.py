@@ -71,6 +71,7 @@ def evidence_from(data: dict[str, Any]) -> Evidence:
             **{
                 **j,
                 "error_lines": tuple(j["error_lines"]),
+                "failed_tests": tuple(j.get("failed_tests", ())),
                 "excerpt": tuple(tuple(x) for x in j["excerpt"]),
             }
         )

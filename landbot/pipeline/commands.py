@@ -9,13 +9,17 @@ maintain or admin permission; the bot reacts 👀 when it accepts and 👎 when 
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any
 
+from landbot import logs
 from landbot.land.decide import command_allowed
 from landbot.land.model import Decision
 from landbot.pipeline.process import Lander
 from landbot.store import Store, utcnow
+
+log = logging.getLogger("landbot.pipeline")
 
 
 def retry(
@@ -41,6 +45,16 @@ def retry(
         with store.tx():
             store.reset_budget(repo, pr, state.head_oid)
             store.reset_pr_caps(repo, pr, key=f"drop:{drop_id}")
+    logs.event(
+        log,
+        "retry recorded" if created else "retry resumed",
+        repo=repo,
+        pr=pr,
+        head_sha=state.head_oid,
+        drop_id=drop_id,
+        source=source,
+        budgets_reset=created,
+    )
     return lander.process(drop_id)
 
 
@@ -49,6 +63,16 @@ def run_comment_command(lander: Lander, store: Store, payload: dict[str, Any]) -
     comment_id = payload.get("comment_id")
     permission = lander.gh.collaborator_permission(repo, user) if user else "none"
     allowed = command_allowed(permission)
+    logs.event(
+        log,
+        "command accepted" if allowed else "command refused",
+        repo=repo,
+        pr=pr,
+        command="retry",
+        user=user,
+        permission=permission,
+        comment_id=comment_id,
+    )
     if comment_id:
         lander.actor.react(repo, int(comment_id), accepted=allowed)
     if not allowed:

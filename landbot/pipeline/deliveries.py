@@ -3,13 +3,17 @@ close makes of the pull request's pending work (the decision's, applied here).""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from landbot import logs
 from landbot.core import keys
 from landbot.core.model import Superseded
 from landbot.intake import events
 from landbot.land.decide import superseded
 from landbot.store import Store
+
+log = logging.getLogger("landbot.intake")
 
 
 def apply(delivery: events.WebhookEvent[Any], store: Store) -> str:
@@ -24,4 +28,16 @@ def apply(delivery: events.WebhookEvent[Any], store: Store) -> str:
         else keys.pr_jobs(handled.repo, handled.pr)
     )
     n = store.cancel_jobs(prefix, outcome=decision.outcome, why=decision.why)
+    logs.event(
+        log,
+        "pending work cancelled" if n else "nothing pending to cancel",
+        logging.INFO if n else logging.DEBUG,
+        repo=handled.repo,
+        pr=handled.pr,
+        head_sha=handled.old_head,
+        cause=handled.cause,
+        jobs=n,
+        outcome=decision.outcome,
+        why=decision.why,
+    )
     return f"{handled.note}: cancelled {n} job(s)"

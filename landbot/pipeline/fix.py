@@ -25,11 +25,12 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from landbot import logs
 from landbot.core.model import Drop, Evidence, FixerResult, History
 from landbot.fixer.job import JobLimits, fix_checkout
 from landbot.land.decide import conflict_already_merged, fix_head_moved, push_capped
 from landbot.land.model import Policy
-from landbot.land.publish import publish
+from landbot.land.publish import PublishResult, publish
 
 if TYPE_CHECKING:
     from landbot.config import Settings
@@ -86,16 +87,15 @@ def run_fix_job(
         if budget is not None and policy is not None:
             capped = push_capped(budget(), policy, verdict.summary, verdict.recommendation)
             if capped is not None:
-                log.warning("%s#%s: %s", drop.repo, drop.pr, capped.refused)
+                logs.event(log, "fix not pushed: push cap", logging.WARNING, why=capped.refused)
                 return dataclasses.replace(capped, reproduce=reproduce)
         fresh = client.pull_request(drop.repo, drop.pr)
         published = publish(client, ws, fresh, settings)
+    _published(drop, pr.head_ref, published)
     summary = verdict.summary
     recommendation = verdict.recommendation
     if published.auto_merge_error:
         summary += f" (pushed, but auto-merge could not be armed: {published.auto_merge_error})"
-    if published.refused:
-        log.warning("%s#%s: the fix was not published: %s", drop.repo, drop.pr, published.refused)
     return FixerResult(
         "fixed",
         summary=summary,
@@ -107,6 +107,36 @@ def run_fix_job(
         files=published.files,
         reproduce=reproduce,
     )
+
+
+def _published(drop: Drop, branch: str, published: PublishResult) -> None:
+    """The lines for publish's GitHub writes: the push, and arming auto-merge."""
+    ids = logs.drop_fields(drop)
+    if published.refused:
+        logs.event(log, "fix not pushed", logging.WARNING, **ids, why=published.refused)
+        return
+    if published.pushed_sha is None:
+        return  # publish always says why it pushed nothing; nothing else to say
+    logs.event(
+        log,
+        "fix pushed",
+        **ids,
+        branch=branch,
+        pushed_sha=published.pushed_sha,
+        commits=len(published.commits),
+        files=len(published.files),
+    )
+    if published.auto_merge_error:
+        logs.event(
+            log,
+            "auto-merge not armed",
+            logging.WARNING,
+            **ids,
+            pushed_sha=published.pushed_sha,
+            error=published.auto_merge_error,
+        )
+    elif published.auto_merge_armed:
+        logs.event(log, "auto-merge armed", **ids, pushed_sha=published.pushed_sha)
 
 
 def reproduce_command(evidence: Evidence) -> str:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
+from landbot import logs
 from landbot.config import Settings
 from landbot.core.model import Drop, Evidence, FixerResult, History, PrSnapshot
 from landbot.github.ops import GitHubOps
@@ -44,7 +46,9 @@ class Lander:
         self.gh = gh
         self.gather = gather or Gatherer.from_settings(settings)
         self.policy = Policy.from_settings(settings, fixer_enabled=fixer_enabled)
-        self.progress = progress or (lambda msg: log.info("%s", msg))
+        # Progress notes are for a person watching `landbot retry`; the log has the
+        # decision and action events, so these go to it at debug only.
+        self.progress = progress or (lambda msg: log.debug("%s", msg))
         self.failpoint = failpoint or (lambda name: None)
         self.actor = Actor(
             store, gh, progress=self.progress, failpoint=self.failpoint, policy=self.policy
@@ -55,8 +59,12 @@ class Lander:
         row = self.store.drop(drop_id)
         if row is None:
             raise ValueError(f"no drop {drop_id}")
-        drop = row.drop
-        plan = row.plan
+        with logs.bound(**logs.drop_fields(row)):
+            return self._process(drop_id, row.drop, row.plan, fixer)
+
+    def _process(
+        self, drop_id: int, drop: Drop, plan: dict[str, Any] | None, fixer: FixerResult | None
+    ) -> Decision:
         if fixer is not None and fixer.pushed_sha:
             # Counted against the PR's push cap whatever is decided next, and first of all:
             # a drop at this head must be told from a push that is not landbot's.
@@ -67,6 +75,7 @@ class Lander:
             decision, evidence, fixer = plan_from(plan)
             pr = None
             self.progress(f"resuming the saved plan for {drop.repo}#{drop.pr}")
+            _decided(decision, evidence, fixer, resumed=True)
         else:
             # After the fixer, the evidence is the one the fixer worked from.
             known = evidence_from(plan) if plan is not None else None
@@ -80,6 +89,7 @@ class Lander:
                 evidence={"merge_group_source": evidence.merge_group_source},
                 **corrected,
             )
+            _decided(decision, evidence, fixer, resumed=False)
         self.failpoint("after_decide")
         if decision.actions:
             if pr is None:
@@ -97,6 +107,14 @@ class Lander:
         """Record the outcome a decision chose."""
         self.store.update_drop(drop_id, outcome=decision.outcome, summary=decision.why)
         self.progress(f"{drop.repo}#{drop.pr}: {decision.outcome} ({decision.why})")
+        logs.event(
+            log,
+            "drop settled",
+            # Named here too: `settle` is also called outside `process` (a stale fix job).
+            **{**logs.drop_fields(drop), "drop_id": drop_id},
+            outcome=decision.outcome,
+            why=decision.why,
+        )
         return decision
 
     def reread(self, drop: Drop) -> PrSnapshot:
@@ -133,3 +151,21 @@ class Lander:
         if seen_head is not None:
             self.store.note_head(drop.repo, drop.pr, seen_head)
         return self.store.budget(drop.repo, drop.pr, drop.head_sha, window=self.policy.cap_window)
+
+
+def _decided(
+    decision: Decision, evidence: Evidence, fixer: FixerResult | None, *, resumed: bool
+) -> None:
+    """The line for a decision: what landbot will do about the drop, and why."""
+    logs.event(
+        log,
+        "drop decided",
+        stage="after fixer" if fixer is not None else "drop",
+        resumed=resumed,
+        outcome=decision.outcome,
+        actions=[type(a).__name__ for a in decision.actions],
+        triage_class=evidence.triage_class,
+        verdict=fixer.verdict if fixer is not None else None,
+        removed_head=decision.removed_head,
+        why=decision.why,
+    )

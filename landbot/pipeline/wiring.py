@@ -122,6 +122,7 @@ def make_worker(settings: Settings, store: Store, *, gh: GitHubClient | None = N
         fixer_concurrency=settings.fixer.concurrency,
         lease=dt.timedelta(seconds=settings.worker.lease_seconds),
         idle_sleep=settings.worker.idle_sleep,
+        retention=dt.timedelta(days=settings.store.retention_days),
     )
 
 

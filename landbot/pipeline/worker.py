@@ -15,8 +15,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
+from landbot import logs
 from landbot.core.model import Drop, Evidence, FixerResult
 from landbot.errors import LandbotError
 from landbot.github.errors import MutationOutcomeUnknown, NetworkError, RateLimited, ServerError
@@ -26,6 +28,7 @@ from landbot.pipeline import deliveries
 from landbot.pipeline.commands import run_comment_command
 from landbot.pipeline.process import Lander
 from landbot.store import Lease, Store, StoredDelivery, utcnow
+from landbot.store.retention import prune
 
 log = logging.getLogger("landbot.worker")
 # Retried later. A mutation whose answer never came is among them: its ledger entry stays
@@ -35,6 +38,29 @@ TRANSIENT = (NetworkError, ServerError, RateLimited, MutationOutcomeUnknown)
 FixRunner = Callable[[Drop, Evidence], FixerResult]
 MAX_ATTEMPTS = 5
 JobPayload = dict[str, Any]
+# How often a running worker prunes old deliveries and jobs (landbot.store.retention).
+PRUNE_EVERY_S = 3600.0
+
+
+@dataclass(frozen=True)
+class FixerRun:
+    """One fixer run this process finished (or that raised: verdict "error")."""
+
+    repo: str
+    verdict: str
+    seconds: float
+
+
+# Told of every fixer run, in the worker's thread (landbot.web.prom counts them).
+FIXER_OBSERVERS: list[Callable[[FixerRun], None]] = []
+
+
+def _fixer_ran(run: FixerRun) -> None:
+    for observe in tuple(FIXER_OBSERVERS):
+        try:
+            observe(run)
+        except Exception:  # counting must never fail a job
+            log.exception("a fixer run observer failed")
 
 
 def failpoint_from_env() -> Callable[[str], None]:
@@ -64,6 +90,7 @@ class Worker:
         name: str | None = None,
         lease: dt.timedelta = dt.timedelta(seconds=120),
         idle_sleep: float = 0.5,
+        retention: dt.timedelta | None = None,
     ) -> None:
         self.store = store
         self.lander_factory = lander_factory
@@ -73,6 +100,9 @@ class Worker:
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self.lease = lease
         self.idle_sleep = idle_sleep
+        # None: this worker never prunes (a test's, or `landbot poll`'s drain).
+        self.retention = retention
+        self._pruned_at: float | None = None
         self.last_beat = time.monotonic()
 
     @property
@@ -107,23 +137,57 @@ class Worker:
     def run(self, stop: threading.Event) -> None:
         while not stop.is_set():
             try:
+                self.prune_due()
                 if not self.step():
                     stop.wait(self.idle_sleep)
             except Exception:  # the store itself failed: keep the worker alive, try later
                 log.exception("worker step failed")
                 stop.wait(max(self.idle_sleep, 2.0))
 
+    def prune_due(self, every: float = PRUNE_EVERY_S) -> bool:
+        """Prune the store when `every` seconds have passed since this worker last did (at
+        once on the first call); True when it pruned."""
+        now = time.monotonic()
+        if self.retention is None or (
+            self._pruned_at is not None and now - self._pruned_at < every
+        ):
+            return False
+        self._pruned_at = now
+        try:
+            pruned = prune(self.store, self.retention)
+        except Exception as exc:  # the store hiccupped: the next hour tries again
+            logs.event(log, "store not pruned", logging.WARNING, error=exc)
+            return False
+        logs.event(
+            log,
+            "store pruned",
+            logging.DEBUG if pruned.nothing else logging.INFO,
+            deliveries=pruned.deliveries,
+            delivery_bytes=pruned.delivery_bytes,
+            jobs=pruned.jobs,
+            retention_days=round(self.retention / dt.timedelta(days=1), 3),
+        )
+        return True
+
     def _delivery(self, lease: Lease[StoredDelivery]) -> None:
         row = lease.payload
-        try:
-            delivery = events.parse(row.delivery_id, row.event, row.received_at, row.body)
-            note = deliveries.apply(delivery, self.store)
-        except Exception as exc:
-            log.warning("delivery %s (%s) failed: %s", row.delivery_id, row.event, exc)
-            self.store.finish_delivery(lease.id, self.name, "error", error=str(exc)[:2000])
-            return
-        log.info("delivery %s %s: %s", row.delivery_id, row.event, note)
-        self.store.finish_delivery(lease.id, self.name, "done", error=None)
+        with logs.bound(
+            repo=row.repo, delivery_id=row.delivery_id, github_event=row.event, action=row.action
+        ):
+            pr: int | None = None
+            try:
+                delivery = events.parse(row.delivery_id, row.event, row.received_at, row.body)
+                pr = events.pr_of(delivery)
+                with logs.bound(pr=pr):
+                    note = deliveries.apply(delivery, self.store)
+            except Exception as exc:
+                logs.event(
+                    log, "delivery processed", logging.WARNING, pr=pr, outcome="error", error=exc
+                )
+                self.store.finish_delivery(lease.id, self.name, "error", error=str(exc)[:2000])
+                return
+            self.store.finish_delivery(lease.id, self.name, "done", error=None)
+            logs.event(log, "delivery processed", pr=pr, outcome="done", note=note)
 
     @contextmanager
     def _holding(self, lease: Lease[JobPayload]) -> Iterator[None]:
@@ -137,8 +201,10 @@ class Worker:
                 self.last_beat = time.monotonic()
                 try:
                     self.store.renew_lease("jobs", lease.id, self.name, self.lease)
-                except Exception:  # the store hiccupped: the next beat tries again
-                    log.warning("could not renew the lease of job %s", lease.id)
+                except Exception as exc:  # the store hiccupped: the next beat tries again
+                    logs.event(
+                        log, "job lease not renewed", logging.WARNING, job_id=lease.id, error=exc
+                    )
 
         thread = threading.Thread(target=beat, name=f"lease-{lease.id}", daemon=True)
         thread.start()
@@ -151,14 +217,26 @@ class Worker:
     def run_job(self, lease: Lease[JobPayload]) -> None:
         """Carry out one leased job, keeping its lease alive; retries and failures as for
         any job (`landbot poll` runs its own jobs through here)."""
-        if lease.attempts > MAX_ATTEMPTS:
-            # Leased again and again without finishing: a job that kills its worker.
-            self._failed(lease, RuntimeError(f"gave up after {lease.attempts - 1} attempts"))
-            return
-        with self._holding(lease):
-            self._run_job(lease)
+        with logs.bound(
+            job_id=lease.id, job=lease.kind, attempt=lease.attempts, **self._drop_fields(lease)
+        ):
+            if lease.attempts > MAX_ATTEMPTS:
+                # Leased again and again without finishing: a job that kills its worker.
+                self._failed(lease, RuntimeError(f"gave up after {lease.attempts - 1} attempts"))
+                return
+            started = time.monotonic()
+            with self._holding(lease):
+                status = self._run_job(lease)
+            logs.event(
+                log,
+                "job finished",
+                logging.DEBUG,
+                status=status,
+                duration_s=round(time.monotonic() - started, 3),
+            )
 
-    def _run_job(self, lease: Lease[JobPayload]) -> None:
+    def _run_job(self, lease: Lease[JobPayload]) -> str:
+        """Run the job; its status after: done, retry or failed."""
         payload: dict[str, Any] = lease.payload
         try:
             if lease.kind == "drop":
@@ -176,7 +254,7 @@ class Worker:
                     result = {"outcome": stale.outcome, "why": stale.why}
                 else:
                     self.lander.progress(f"running the fixer on {drop.repo}#{drop.pr}")
-                    outcome = self.fixer(drop, evidence)
+                    outcome = self._fix(drop, evidence, self.fixer, payload)
                     decision = self.lander.process(drop_id, fixer=outcome)
                     result = {"verdict": outcome.verdict, "outcome": decision.outcome}
             elif lease.kind == "command":
@@ -186,22 +264,67 @@ class Worker:
         except TRANSIENT as exc:
             if lease.attempts < MAX_ATTEMPTS:
                 delay = min(300, 5 * 2 ** (lease.attempts - 1))
-                log.warning("job %s: %s; retrying in %ss", lease.id, exc, delay)
+                logs.event(log, "job retrying", logging.WARNING, error=exc, retry_in_s=delay)
                 self.store.retry_job(
                     lease.id, self.name, utcnow() + dt.timedelta(seconds=delay), str(exc)
                 )
-                return
+                return "retry"
             self._failed(lease, exc)
-            return
+            return "failed"
         except (LandbotError, ValueError, KeyError) as exc:
             # Permanent for this job (GitHub refused, the host cannot sandbox, a bad
             # payload): the drop says so in `landbot status` instead of waiting forever.
             self._failed(lease, exc)
-            return
+            return "failed"
         self.store.finish_job(lease.id, self.name, "done", result=result)
+        return "done"
+
+    def _drop_fields(self, lease: Lease[JobPayload]) -> dict[str, Any]:
+        """The identifiers of the job's drop, for every line the job logs (a command job
+        has no drop yet: its repository and PR)."""
+        payload = lease.payload if isinstance(lease.payload, dict) else {}
+        drop_id = payload.get("drop_id")
+        if drop_id is None:
+            return {"repo": payload.get("repo"), "pr": payload.get("pr")}
+        try:
+            row = self.store.drop(int(drop_id))
+        except (TypeError, ValueError):
+            row = None  # a bad payload: the job itself fails and says so
+        return logs.drop_fields(row) if row is not None else {"drop_id": drop_id}
+
+    def _fix(
+        self, drop: Drop, evidence: Evidence, fixer: FixRunner, payload: JobPayload
+    ) -> FixerResult:
+        """Run the fixer on the drop, with a line at its start and one at its end."""
+        logs.event(log, "fixer started", mode=payload.get("mode"), reason=drop.reason)
+        started = time.monotonic()
+        try:
+            outcome = fixer(drop, evidence)
+        except Exception as exc:
+            logs.event(
+                log,
+                "fixer finished",
+                logging.WARNING,
+                outcome="error",
+                error=exc,
+                duration_s=round(time.monotonic() - started, 3),
+            )
+            _fixer_ran(FixerRun(drop.repo, "error", time.monotonic() - started))
+            raise
+        _fixer_ran(FixerRun(drop.repo, outcome.verdict, time.monotonic() - started))
+        logs.event(
+            log,
+            "fixer finished",
+            verdict=outcome.verdict,
+            pushed_sha=outcome.pushed_sha or None,
+            refused=outcome.refused or None,
+            summary=outcome.summary,
+            duration_s=round(time.monotonic() - started, 3),
+        )
+        return outcome
 
     def _failed(self, lease: Lease[JobPayload], exc: Exception) -> None:
-        log.error("job %s (%s) failed: %s", lease.id, lease.kind, exc)
+        logs.event(log, "job failed", logging.ERROR, error=exc)
         self.store.finish_job(lease.id, self.name, "failed", error=str(exc)[:2000])
         drop_id = lease.payload.get("drop_id") if isinstance(lease.payload, dict) else None
         if drop_id is not None:

@@ -42,6 +42,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
+from landbot import logs
 from landbot.errors import LandbotError
 from landbot.sandbox.proxy_policy import (
     MODEL_APIS,
@@ -174,6 +175,8 @@ class _Server(socketserver.UnixStreamServer):
         self.slots = threading.BoundedSemaphore(proxy.limits.max_connections)
         self.open: set[socket.socket] = set()
         self.lock = threading.Lock()
+        # The job's log fields (its drop, PR, job id): each connection's thread logs with them.
+        self.log_context = dict(logs.context())
         super().__init__(path, _Handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
@@ -190,7 +193,8 @@ class _Server(socketserver.UnixStreamServer):
 
     def _serve_one(self, request: Any, client_address: Any) -> None:
         try:
-            self.finish_request(request, client_address)
+            with logs.bound(**self.log_context):
+                self.finish_request(request, client_address)
         except Exception:
             log.debug("proxy connection failed", exc_info=True)
         finally:
@@ -446,7 +450,9 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError as exc:
             if conn is not None:
                 conn.close()
-            log.warning("model endpoint %s unreachable: %s", model.netloc, exc)
+            logs.event(
+                log, "model endpoint unreachable", logging.WARNING, host=model.netloc, error=exc
+            )
             self.close_connection = True
             self._answer(502, f"landbot proxy: model endpoint unreachable: {exc}")
             return
@@ -535,7 +541,9 @@ class _Handler(BaseHTTPRequestHandler):
             remote = candidate
             break
         if remote is None:
-            log.warning("CONNECT %s:%s failed: %s", host, port, error)
+            logs.event(
+                log, "proxy tunnel failed", logging.WARNING, host=host, port=port, error=error
+            )
             self.close_connection = True
             self._answer(502, f"landbot proxy: cannot reach {host}:{port}: {error}")
             return
@@ -708,12 +716,14 @@ class ModelProxy:
             if n <= MAX_REFUSALS_KEPT:
                 self.refused.append(refusal)
         if n <= MAX_REFUSALS_KEPT:
-            log.warning(
-                "proxy refused %s %s (Host: %s): %s",
-                refusal.method,
-                refusal.target[:200],
-                refusal.host,
-                refusal.reason,
+            logs.event(
+                log,
+                "proxy refused",
+                logging.WARNING,
+                method=refusal.method,
+                target=refusal.target[:200],
+                host=refusal.host,
+                why=refusal.reason,
             )
         elif n == MAX_REFUSALS_KEPT + 1:
             log.warning("proxy: more than %d refusals; counting, not logging", MAX_REFUSALS_KEPT)

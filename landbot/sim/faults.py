@@ -73,9 +73,12 @@ class Fault:
     body: Any = None
     operation: str | None = None
     take_effect: bool = False  # do the work, then answer with the failure anyway
+    path: str | None = None  # only requests whose path contains this (one commit's route)
 
-    def matches(self, route: str, operation: str | None) -> bool:
-        return self.route == route and (self.operation is None or self.operation == operation)
+    def matches(self, route: str, operation: str | None, path: str | None = None) -> bool:
+        """A fault with a `path` matches only a request whose path contains it."""
+        at = self.path is None if path is None else self.path is not None and self.path in path
+        return self.route == route and (self.operation in (None, operation)) and at
 
 
 SECONDARY_MESSAGE = (
@@ -106,8 +109,10 @@ class Faults:
         take_effect: bool = False,
         operation: str | None = None,
         message: str = "Server Error",
+        path: str | None = None,
     ) -> Fault:
-        """Answer `status` (a 5xx by default). With take_effect the change still happens."""
+        """Answer `status` (a 5xx by default). With take_effect the change still happens.
+        With `path`, only requests whose path contains it fail (e.g. one commit's sha)."""
         return self.add(
             Fault(
                 route,
@@ -116,6 +121,7 @@ class Faults:
                 body={"message": message, "status": str(status)},
                 operation=operation,
                 take_effect=take_effect,
+                path=path,
             )
         )
 
@@ -217,11 +223,18 @@ class Faults:
             )
         )
 
+    def take_at(self, route: str, operation: str | None, path: str) -> Fault | None:
+        """The fault for this request among those aimed at a path (asked before `take`)."""
+        return self._take(route, operation, path)
+
     def take(self, route: str, operation: str | None = None) -> Fault | None:
         """The fault for this request, if any (each use counts down one of its `times`)."""
+        return self._take(route, operation, None)
+
+    def _take(self, route: str, operation: str | None, path: str | None) -> Fault | None:
         with self._lock:
             for fault in self.pending:
-                if fault.matches(route, operation):
+                if fault.matches(route, operation, path):
                     fault.remaining -= 1
                     if fault.remaining <= 0:
                         self.pending.remove(fault)

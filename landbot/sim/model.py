@@ -32,6 +32,7 @@ from landbot.sim.scenarios import (
     ScenarioSource,
     StepSpec,
     choose_scenario,
+    job_annotations,
     render_job_log,
 )
 from landbot.sim.state import (
@@ -889,6 +890,7 @@ class FakeGitHub:
             steps=steps,
             log=log,
             required=spec.required,
+            annotations=list(job_annotations(spec, log)) if completed else [],
         )
         self.jobs[jid] = job
         self._job_specs[jid] = spec
@@ -915,6 +917,7 @@ class FakeGitHub:
             required=job.required,
             job_id=job.id,
             pull_numbers=list(run.pull_numbers),
+            annotations=list(job.annotations),
         )
         self.check_runs[check.id] = check
         self.nodes[check.node_id] = check
@@ -958,6 +961,8 @@ class FakeGitHub:
                 job.log = render_job_log(
                     spec, repo=repo.full_name, sha=sha, started=self.clock.precise()
                 )
+                job.annotations = list(job_annotations(spec, job.log))
+                check.annotations = list(job.annotations)
                 touched_runs.add(job.run_id)
             self._emit("check_run", payloads.check_run_event(self, repo, check))
             finished += 1
@@ -1273,7 +1278,7 @@ def _job_steps(specs: Iterable[StepSpec], completed: bool, start: datetime) -> l
     for number, spec in enumerate(specs, start=1):
         at = start + timedelta(seconds=number)
         if completed:
-            conclusion = spec.conclusion or "success"
+            conclusion = spec.reported_conclusion or "success"
             steps.append(Step(number, spec.name, "completed", conclusion, at, at))
         elif number == 1:
             steps.append(Step(number, spec.name, "completed", "success", at, at))

@@ -454,6 +454,26 @@ def pull_request_minimal(world: World, pr: PullRequest) -> Json:
 # --- checks and Actions -------------------------------------------------------------------
 
 
+def annotation_json(world: World, repo: Repository, run: CheckRun) -> list[Json]:
+    """`GET …/check-runs/{id}/annotations`: the check run's annotations, as GitHub lists them."""
+    web = world.urls.web
+    return [
+        {
+            "path": a.path,
+            "blob_href": f"{web}/{repo.full_name}/blob/{run.head_sha}/{a.path}",
+            "start_line": a.line,
+            "end_line": a.line,
+            "start_column": None,
+            "end_column": None,
+            "annotation_level": a.level,
+            "title": a.title,
+            "message": a.message,
+            "raw_details": "",
+        }
+        for a in run.annotations
+    ]
+
+
 def check_run_json(world: World, repo: Repository, run: CheckRun) -> Json:
     api = world.urls.api
     app = (
@@ -481,7 +501,7 @@ def check_run_json(world: World, repo: Repository, run: CheckRun) -> Json:
             "title": None if not run.summary else run.name,
             "summary": run.summary or None,
             "text": run.text or None,
-            "annotations_count": 0,
+            "annotations_count": len(run.annotations),
             "annotations_url": f"{api}/repos/{repo.full_name}/check-runs/{run.id}/annotations",
         },
         "check_suite": {

@@ -11,10 +11,13 @@ import hashlib
 import hmac
 import json
 import re
+import secrets
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qs, urlencode
 
 from starlette.datastructures import URL, Headers, QueryParams
 from starlette.responses import JSONResponse, RedirectResponse, Response
@@ -172,6 +175,15 @@ def list_check_runs(call: Call) -> Response:
         "check_runs": [payloads.check_run_json(call.gh, repo, r) for r in page],
     }
     return JSONResponse(body, headers=headers)
+
+
+def list_annotations(call: Call) -> Response:
+    repo = call.repo()
+    run = call.gh.check_runs.get(call.int_param("check_run_id"))
+    if run is None or run.repo != repo.full_name:
+        raise NotFound("Not Found")
+    page, headers = paginate(call, payloads.annotation_json(call.gh, repo, run))
+    return JSONResponse(list(page), headers=headers)
 
 
 def _run_message(repo: Repository, sha: str) -> str:
@@ -418,6 +430,91 @@ def get_app(call: Call) -> Response:
     return JSONResponse(payloads.app_json(call.gh, call.caller.app))
 
 
+# --- the App manifest flow -------------------------------------------------------------
+# GitHub's web form (POST /settings/apps/new, or an organization's) registers an App from a
+# manifest and redirects the browser to the manifest's redirect_url with a one-time code;
+# POST /app-manifests/{code}/conversions (no credential: the code is one) trades it once,
+# within an hour, for the App with its id, private key and webhook secret. The simulator
+# serves the form on its API address (point the flow's web URL at the server).
+
+MANIFEST_CODE_LIFETIME = 3600  # seconds, as GitHub documents
+MANIFEST_SIGNED_IN = "landbot-dev"  # who is signed in to the simulated web form
+
+
+@dataclass
+class _Registered:
+    app_id: int
+    webhook_secret: str | None
+    client_secret: str
+    expires: float
+
+
+_MANIFEST_CODES: weakref.WeakKeyDictionary[FakeGitHub, dict[str, _Registered]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def register_from_manifest(gh: FakeGitHub, manifest: Any, owner: str) -> str:
+    """Register an App from `manifest` as GitHub's form does for `owner`; the one-time code."""
+    if not isinstance(manifest, dict):
+        raise BadRequest("Invalid manifest: not a JSON object", 422)
+    name = manifest.get("name")
+    url = manifest.get("url")
+    if not isinstance(url, str) or not url.startswith(("https://", "http://")):
+        raise BadRequest("Invalid manifest: url is required (the App's homepage)", 422)
+    hook = manifest.get("hook_attributes") or {}
+    if hook.get("active", True) and not hook.get("url"):
+        raise BadRequest("Invalid manifest: hook_attributes.url is required", 422)
+    slug = re.sub(r"[^a-z0-9]+", "-", str(name or "").lower()).strip("-")
+    if not slug or gh.app_by_slug(slug) is not None:
+        raise BadRequest(f"Invalid manifest: the name {name!r} is taken or empty", 422)
+    app = gh.create_app(slug, name=str(name), owner=owner)
+    app.permissions = {
+        str(k): str(v) for k, v in (manifest.get("default_permissions") or {}).items()
+    }
+    app.events = [str(e) for e in manifest.get("default_events") or []]
+    code = secrets.token_hex(10)
+    _MANIFEST_CODES.setdefault(gh, {})[code] = _Registered(
+        app_id=app.id,
+        webhook_secret=secrets.token_hex(20) if hook.get("url") else None,
+        client_secret=secrets.token_hex(20),
+        expires=time.time() + MANIFEST_CODE_LIFETIME,
+    )
+    return code
+
+
+def new_app_form(call: Call) -> Response:
+    """The web form's POST: register, then send the browser to redirect_url?code=&state=."""
+    form = parse_qs(call.body.decode("utf-8", "replace"))
+    try:
+        manifest = json.loads(form.get("manifest", [""])[0])
+    except ValueError:
+        raise BadRequest("Invalid manifest: not JSON", 422) from None
+    owner = call.params.get("org") or MANIFEST_SIGNED_IN
+    code = register_from_manifest(call.gh, manifest, owner)
+    redirect = manifest.get("redirect_url")
+    if not isinstance(redirect, str) or not redirect:
+        # GitHub shows the new App's page instead; the code is then lost to the flow.
+        return JSONResponse({"message": "registered; no redirect_url"}, status_code=201)
+    query = urlencode({"code": code, "state": call.query.get("state", "")})
+    return RedirectResponse(f"{redirect}{'&' if '?' in redirect else '?'}{query}", 302)
+
+
+def manifest_conversion(call: Call) -> Response:
+    pending = _MANIFEST_CODES.get(call.gh, {}).pop(call.params["code"], None)
+    if pending is None or pending.expires < time.time():
+        raise NotFound("Not Found")
+    app = call.gh.apps[pending.app_id]
+    body = payloads.app_json(call.gh, app)
+    assert app.private_key_pem is not None  # create_app made the key
+    body.update(
+        client_secret=pending.client_secret,
+        webhook_secret=pending.webhook_secret,
+        pem=app.private_key_pem.decode(),
+    )
+    return JSONResponse(body, status_code=201)
+
+
 def get_user(call: Call) -> Response:
     assert call.caller is not None and call.caller.token is not None
     if call.caller.token.installation_id is not None:
@@ -458,6 +555,9 @@ ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec("GET", "/repos/{owner}/{repo}", get_repo),
     RouteSpec("GET", "/repos/{owner}/{repo}/pulls/{pull_number}", get_pull),
     RouteSpec("GET", "/repos/{owner}/{repo}/commits/{ref}/check-runs", list_check_runs),
+    RouteSpec(
+        "GET", "/repos/{owner}/{repo}/check-runs/{check_run_id}/annotations", list_annotations
+    ),
     RouteSpec("GET", "/repos/{owner}/{repo}/actions/runs", list_runs),
     RouteSpec("GET", "/repos/{owner}/{repo}/actions/runs/{run_id}", get_run),
     RouteSpec("GET", "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs", list_jobs),
@@ -485,5 +585,8 @@ ROUTES: tuple[RouteSpec, ...] = (
     ),
     RouteSpec("GET", "/app", get_app, auth="jwt"),
     RouteSpec("GET", "/user", get_user),
+    RouteSpec("POST", "/app-manifests/{code}/conversions", manifest_conversion, auth="none"),
+    RouteSpec("POST", "/settings/apps/new", new_app_form, auth="none"),
+    RouteSpec("POST", "/organizations/{org}/settings/apps/new", new_app_form, auth="none"),
     RouteSpec("GET", "/_blobs/job-logs/{job_id}", blob_job_log, auth="none"),
 )

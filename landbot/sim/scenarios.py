@@ -7,6 +7,7 @@ from the commit itself (it can read files of the tree under test).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -30,16 +31,55 @@ def _check_conclusion(value: str | None, where: str) -> None:
 
 
 @dataclass(frozen=True)
+class AnnotationSpec:
+    """An annotation a step makes (a `::error file=…,line=…::message` workflow command, or
+    a problem matcher's match): the log shows `##[error]message`, the check run's
+    annotations list it with its path and line."""
+
+    path: str
+    line: int
+    message: str
+    level: str = "failure"  # notice | warning | failure
+    title: str = ""
+
+
+# The log prefix of each annotation level, as the runner writes it.
+LEVEL_PREFIX = {"failure": "##[error]", "warning": "##[warning]", "notice": "##[notice]"}
+
+
+@dataclass(frozen=True)
 class StepSpec:
-    """One step of a job. `run` is the command the log shows; `output` its output lines."""
+    """One step of a job. `run` is the command the log shows; `output` its output lines.
+
+    `conclusion` is what the step did (its `outcome`). A `continue_on_error` step that
+    failed shows its error in the log, but GitHub reports it as `success` (the jobs API's
+    step `conclusion` is the result after continue-on-error: actions/runner sets the step's
+    Result to Succeeded and keeps the failure only as its Outcome) and it does not fail
+    the job.
+    """
 
     name: str
     conclusion: str | None = "success"  # None: still running
     run: str | None = None
     output: tuple[str, ...] = ()
+    continue_on_error: bool = False
+    annotations: tuple[AnnotationSpec, ...] = ()
 
     def __post_init__(self) -> None:
         _check_conclusion(self.conclusion, f"step {self.name!r}")
+        for a in self.annotations:
+            if a.level not in LEVEL_PREFIX:
+                raise ScenarioError(
+                    f"step {self.name!r}: annotation level {a.level!r} is not one of "
+                    f"{', '.join(sorted(LEVEL_PREFIX))}"
+                )
+
+    @property
+    def reported_conclusion(self) -> str | None:
+        """The step's conclusion as the jobs API reports it."""
+        if self.continue_on_error and self.conclusion in ("failure", "timed_out"):
+            return "success"
+        return self.conclusion
 
     @property
     def command(self) -> str:
@@ -81,7 +121,7 @@ class JobSpec:
         if self.conclusion is not None:
             return self.conclusion
         for wanted in ("failure", "timed_out", "cancelled", "action_required"):
-            if any(s.conclusion == wanted for s in self.steps):
+            if any(s.reported_conclusion == wanted for s in self.steps):
                 return wanted
         return "success"
 
@@ -177,6 +217,17 @@ class CheckScenario:
                             s.get("conclusion", "success"),
                             run=s.get("run"),
                             output=tuple(s.get("output", ())),
+                            continue_on_error=bool(s.get("continue_on_error", False)),
+                            annotations=tuple(
+                                AnnotationSpec(
+                                    a["path"],
+                                    int(a["line"]),
+                                    a["message"],
+                                    a.get("level", "failure"),
+                                    a.get("title", ""),
+                                )
+                                for a in s.get("annotations", ())
+                            ),
                         )
                         for s in job.get("steps", ())
                     )
@@ -331,6 +382,8 @@ def render_job_log(
             emit("##[endgroup]")
         for out in step.output:
             emit(out)
+        for note in step.annotations:
+            emit(f"{LEVEL_PREFIX[note.level]}{note.message}")
         if step.conclusion == "failure":
             emit("##[error]Process completed with exit code 1.")
             failed = True
@@ -347,3 +400,29 @@ def render_job_log(
         emit("##[error]The operation was canceled.")
     emit("Cleaning up orphan processes")
     return "\ufeff" + "\n".join(lines) + "\n"
+
+
+_LOG_ISSUE = re.compile(r"##\[(error|warning|notice)\](.*)$")
+_LEVEL_OF = {"error": "failure", "warning": "warning", "notice": "notice"}
+
+
+def job_annotations(job: JobSpec, log: str) -> tuple[AnnotationSpec, ...]:
+    """The check run's annotations of a finished Actions job: one per `##[error]`,
+    `##[warning]` or `##[notice]` line of its log, in log order (GitHub makes an annotation
+    of each issue the runner reports). A step's own annotation keeps its path and line; any
+    other (`Process completed with exit code 1.`) points at `.github`, as GitHub's do."""
+    own = [a for step in job.steps for a in step.annotations]
+    found: list[AnnotationSpec] = []
+    for raw in log.lstrip("\ufeff").split("\n"):
+        text = raw.split(" ", 1)[1] if raw[:1].isdigit() and " " in raw else raw
+        m = _LOG_ISSUE.search(text)
+        if m is None:
+            continue
+        level, message = _LEVEL_OF[m.group(1)], m.group(2)
+        match = next((a for a in own if a.message == message and a.level == level), None)
+        if match is not None:
+            own.remove(match)
+            found.append(match)
+        else:
+            found.append(AnnotationSpec(".github", 1, message, level))
+    return tuple(found)

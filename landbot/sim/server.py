@@ -114,7 +114,9 @@ def create_app(
         return handle
 
     def _answer(spec: RouteSpec, request: Request, body: bytes, operation: str | None) -> Response:
-        fault = faults.take(spec.key, operation)
+        fault = faults.take_at(spec.key, operation, request.url.path) or faults.take(
+            spec.key, operation
+        )
         if fault is not None and not fault.take_effect:
             return _fault_response(fault)
         gh = ref.gh

@@ -12,6 +12,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from landbot.sim.scenarios import AnnotationSpec
+
 QUEUE_BOT = "github-merge-queue[bot]"
 ACTIONS_APP_SLUG = "github-actions"
 ACTIONS_APP_ID = 15368  # GitHub Actions' real app id
@@ -261,6 +263,8 @@ class Job:
     log: str
     required: bool = True
     runner_name: str = "GitHub Actions 2"
+    # The check run's annotations (one per issue line of the log), once the job finished.
+    annotations: list[AnnotationSpec] = field(default_factory=list)
 
 
 @dataclass
@@ -306,6 +310,7 @@ class CheckRun:
     required: bool = True
     job_id: int | None = None  # set for Actions check runs (equal to id)
     pull_numbers: list[int] = field(default_factory=list)
+    annotations: list[AnnotationSpec] = field(default_factory=list)  # an Actions job's
 
 
 @dataclass

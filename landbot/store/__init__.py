@@ -1,6 +1,7 @@
 """Durable state: deliveries, drops, jobs with leases, comments, budgets, the action ledger."""
 
 from landbot.store.records import (
+    LedgerTest,
     StoreCounts,
     StoredAction,
     StoredDelivery,
@@ -12,6 +13,7 @@ from landbot.store.store import Lease, Store, utcnow
 
 __all__ = [
     "Lease",
+    "LedgerTest",
     "Store",
     "StoreCounts",
     "StoredAction",

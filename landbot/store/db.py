@@ -7,6 +7,7 @@ programmatically: `landbot` upgrades the database in place when it opens it.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,21 +19,87 @@ from landbot.errors import LandbotError
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
-def make_engine(url: str) -> sa.Engine:
-    """An engine for `url`; SQLite gets WAL, a busy timeout and foreign keys."""
+EXAMPLES = "use sqlite:///./landbot.db or postgresql+psycopg://user@host/db"
+
+
+def url_problem(url: str, *, look: bool = True) -> str | None:
+    """What stops landbot from opening `url`, with the fix; None when nothing does.
+
+    Pure but for two looks at the machine: whether the PostgreSQL driver is installed, and
+    (with `look`) whether a SQLite file's folder exists and may be written. landbot never
+    creates that folder: a mistyped path must not become a new, empty store."""
     try:
         parsed = sa.engine.make_url(url)
     except sa.exc.ArgumentError:
+        return f"{_masked(url)!r} is not a database URL; {EXAMPLES}"
+    scheme = parsed.drivername
+    backend, _, driver = scheme.partition("+")
+    if backend == "postgres":  # Heroku's and libpq's spelling, which SQLAlchemy refuses
+        fixed = parsed.set(drivername="postgresql+psycopg")
+        return (
+            f"{backend}:// is not a scheme SQLAlchemy knows; write "
+            f"{fixed.render_as_string(hide_password=True)}"
+        )
+    if backend == "postgresql":
+        if driver not in ("", "psycopg"):
+            fixed = parsed.set(drivername="postgresql+psycopg")
+            return (
+                f"landbot talks to PostgreSQL through psycopg 3, not {driver}; write "
+                f"{fixed.render_as_string(hide_password=True)}"
+            )
+        import importlib.util
+
+        if importlib.util.find_spec("psycopg") is None:
+            return (
+                "PostgreSQL needs the psycopg driver, which is not installed; "
+                "pip install 'landbot[postgres]'"
+            )
+        return None
+    if backend != "sqlite":
+        return f"landbot keeps its state in SQLite or PostgreSQL, not {backend}; {EXAMPLES}"
+    if driver not in ("", "pysqlite"):
+        return f"landbot opens SQLite with Python's sqlite3, not {driver}; write sqlite:///PATH"
+    database = parsed.database
+    if not look or not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    parent = Path(database).parent
+    if not parent.is_dir():
+        what = "is not a folder" if parent.exists() else "does not exist"
+        return (
+            f"the SQLite file's folder {parent} {what}; create it, or point the URL at an "
+            "existing folder (sqlite:////absolute/path/landbot.db)"
+        )
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return (
+            f"the SQLite file's folder {parent} is not writable (SQLite writes its journal "
+            "next to the file); make it writable or choose another folder"
+        )
+    return None
+
+
+def _masked(url: str) -> str:
+    try:
+        return sa.engine.make_url(url).render_as_string(hide_password=True)
+    except sa.exc.ArgumentError:
+        return url.split("@", 1)[-1] if "@" in url else url
+
+
+def make_engine(url: str) -> sa.Engine:
+    """An engine for `url`; SQLite gets WAL, a busy timeout and foreign keys.
+
+    The SQLite folder is not looked at here (an engine opens nothing; the commands check
+    the operator's URL first, with ready.check_store): a missing one fails on connecting."""
+    problem = url_problem(url, look=False)
+    if problem is not None:
         raise LandbotError(
-            f"setting LANDBOT_DATABASE_URL is invalid: {url!r} is not a database URL; "
-            "use sqlite:///./landbot.db or postgresql+psycopg://user@host/db"
-        ) from None
-    if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
+            f"cannot open the store: {problem} (LANDBOT_DATABASE_URL, or database_url in "
+            "config/landbot.toml)"
+        )
+    parsed = sa.engine.make_url(url)
+    if parsed.drivername == "postgresql":
         parsed = parsed.set(drivername="postgresql+psycopg")  # psycopg 3, not psycopg2
     kwargs: dict[str, Any] = {"future": True}
     if parsed.get_backend_name() == "sqlite":
-        if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
     else:
         kwargs["pool_pre_ping"] = True

@@ -136,3 +136,21 @@ class StoreCounts:
     drops: Mapping[str, int]
     jobs: Mapping[str, int]
     deliveries: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class LedgerTest:
+    """The flaky-test ledger's view of one failing test of one check in a repository,
+    within a window: how often, on which pull requests, and which of those passed when
+    they were retried (the next merge group of the same head passed that check, or the
+    pull request merged)."""
+
+    repo: str
+    test: str
+    check: str
+    failures: int
+    prs: tuple[int, ...]  # the pull requests it failed on, by number
+    passed_prs: tuple[int, ...]  # of those, the ones whose retry passed
+    retries_passed: int  # failures followed by a passing retry
+    first_seen: dt.datetime
+    last_seen: dt.datetime

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from landbot.core.model import History, Outcome
 from landbot.store import db
 from landbot.store.records import (
+    LedgerTest,
     StoreCounts,
     StoredAction,
     StoredDelivery,
@@ -34,11 +35,43 @@ from landbot.store.tables import (
     jobs,
     merge_groups,
     pr_actions,
+    test_failures,
 )
 
 
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
+
+
+# The flaky-test ledger keeps a month; triage weighs the last week of it.
+LEDGER_KEEP = dt.timedelta(days=30)
+TEST_ID_CHARS = 500
+CHECK_NAME_CHARS = 300
+
+
+def _ledger_records(rows: Sequence[sa.Row[Any]]) -> dict[tuple[str, str], LedgerTest]:
+    """Rows of `test_failures` (oldest first) as one record per (check, test)."""
+    grouped: dict[tuple[str, str, str], list[sa.Row[Any]]] = {}
+    for row in rows:
+        grouped.setdefault((row.repo, row.check_name, row.test), []).append(row)
+    out: dict[tuple[str, str], LedgerTest] = {}
+    for (repo, check, test), group in grouped.items():
+        prs = tuple(dict.fromkeys(r.pr for r in group if r.pr is not None))
+        passed = tuple(
+            dict.fromkeys(r.pr for r in group if r.pr is not None and r.retry == "passed")
+        )
+        out[(check, test)] = LedgerTest(
+            repo=repo,
+            test=test,
+            check=check,
+            failures=len(group),
+            prs=prs,
+            passed_prs=passed,
+            retries_passed=sum(1 for r in group if r.retry == "passed"),
+            first_seen=_aware(min(r.seen_at for r in group)),
+            last_seen=_aware(max(r.seen_at for r in group)),
+        )
+    return out
 
 
 def _aware(when: dt.datetime) -> dt.datetime:
@@ -86,6 +119,12 @@ class Store:
         # check): the loser's insert is a no-op, and both then update the one row.
         self._insert_group = insert(merge_groups).on_conflict_do_nothing(
             index_elements=["repo", "head_sha"]
+        )
+        # A drop triaged again (a retried job) records its failures once.
+        self._insert_test_failure = (
+            insert(test_failures)
+            .on_conflict_do_nothing(index_elements=["repo", "sha", "check_name", "test"])
+            .returning(test_failures.c.id)
         )
         # Two workers may record one spend at once (a resumed plan): one row per key.
         self._insert_pr_action = (
@@ -392,8 +431,8 @@ class Store:
         q = sa.select(drops).order_by(drops.c.observed_at.desc(), drops.c.id.desc())
         if limit is not None:
             q = q.limit(limit)
-        if repo is not None:
-            q = q.where(drops.c.repo == repo)
+        if repo is not None:  # GitHub's names are case-insensitive
+            q = q.where(sa.func.lower(drops.c.repo) == repo.lower())
         if since is not None:
             q = q.where(drops.c.observed_at >= since)
         with self.engine.connect() as conn:
@@ -473,6 +512,9 @@ class Store:
                     updated_at=now,
                 )
             )
+            if status == "destroyed:merged":
+                # The pull request merged through this group: the retry landbot gave it passed.
+                self.record_merged(repo, pr, at=now)
 
     def add_group_failure(
         self, repo: str, head_sha: str, failure: Mapping[str, Any], *, pr: int, head_ref: str
@@ -529,6 +571,181 @@ class Store:
         )
         with self.engine.connect() as conn:
             return [StoredGroup(**_fields(row)) for row in conn.execute(q)]
+
+    # --- the flaky-test ledger --------------------------------------------------------
+
+    def record_test_failures(
+        self,
+        *,
+        repo: str,
+        pr: int | None,
+        head_sha: str | None,
+        sha: str,
+        failures: Mapping[str, Sequence[str]],
+        drop_id: int | None = None,
+        at: dt.datetime | None = None,
+    ) -> int:
+        """Each failed test (check name → test ids) of the failed checks on commit `sha`,
+        once per (commit, check, test); rows older than `LEDGER_KEEP` go. Returns how many
+        rows were added. A test id or check name too long to be a useful key is skipped."""
+        now = at or utcnow()
+        rows = [
+            {
+                "repo": repo,
+                "test": test,
+                "check_name": check,
+                "pr": pr,
+                "head_sha": head_sha,
+                "sha": sha,
+                "drop_id": drop_id,
+                "seen_at": now,
+                "retry": "pending",
+            }
+            for check, tests in failures.items()
+            for test in dict.fromkeys(tests)
+            if test and len(test) <= TEST_ID_CHARS and len(check) <= CHECK_NAME_CHARS
+        ]
+        added = 0
+        with self.tx() as conn:
+            conn.execute(test_failures.delete().where(test_failures.c.seen_at < now - LEDGER_KEEP))
+            for row in rows:
+                added += conn.execute(self._insert_test_failure, row).first() is not None
+        return added
+
+    def record_retry(
+        self,
+        *,
+        repo: str,
+        pr: int,
+        head_sha: str,
+        sha: str,
+        passed: Collection[str],
+        failed: Mapping[str, Collection[str]],
+        at: dt.datetime | None = None,
+    ) -> int:
+        """What merge group `sha`, a later try of the same pull request head, did with the
+        failures the ledger holds for that head: a check that passed there passed its
+        retry; a test that failed there again failed it. Returns the rows updated."""
+        now = at or utcnow()
+        t = test_failures
+        pending = (
+            t.c.repo == repo,
+            t.c.pr == pr,
+            t.c.head_sha == head_sha,
+            t.c.sha != sha,
+            t.c.retry == "pending",
+            t.c.seen_at <= now,
+        )
+        updated = 0
+        with self.tx() as conn:
+            if passed:
+                updated += conn.execute(
+                    t.update()
+                    .where(*pending, t.c.check_name.in_(list(passed)))
+                    .values(retry="passed", retried_at=now)
+                ).rowcount
+            for check, tests in failed.items():
+                if tests:
+                    updated += conn.execute(
+                        t.update()
+                        .where(*pending, t.c.check_name == check, t.c.test.in_(list(tests)))
+                        .values(retry="failed", retried_at=now)
+                    ).rowcount
+        return updated
+
+    def record_merged(
+        self,
+        repo: str,
+        pr: int,
+        *,
+        head_sha: str | None = None,
+        at: dt.datetime | None = None,
+    ) -> int:
+        """The pull request merged at `head_sha` (a `pull_request` `closed` event names it):
+        that head's failures passed their retry. Without the head (a merge group that
+        merged), only when landbot's newest decision on the PR was a re-enqueue, of the
+        head it names (a push since would have taken the PR out of the queue and made a
+        newer drop). Returns the rows updated."""
+        now = at or utcnow()
+        with self.tx() as conn:
+            if head_sha is None:
+                newest = conn.execute(
+                    sa.select(drops.c.head_sha, drops.c.outcome)
+                    .where(drops.c.repo == repo, drops.c.pr == pr)
+                    .order_by(drops.c.id.desc())
+                    .limit(1)
+                ).first()
+                if newest is None or newest.outcome != "requeued":
+                    return 0
+                head_sha = str(newest.head_sha)
+            t = test_failures
+            return int(
+                conn.execute(
+                    t.update()
+                    .where(
+                        t.c.repo == repo,
+                        t.c.pr == pr,
+                        t.c.head_sha == head_sha,
+                        t.c.retry == "pending",
+                        t.c.seen_at <= now,
+                    )
+                    .values(retry="passed", retried_at=now)
+                ).rowcount
+            )
+
+    def ledger(
+        self,
+        repo: str,
+        tests: Iterable[tuple[str, str]],
+        *,
+        since: dt.datetime,
+        exclude_pr: int | None = None,
+    ) -> dict[tuple[str, str], LedgerTest]:
+        """The ledger's record of each (check, test) asked for, seen since `since`, without
+        the failures of pull request `exclude_pr` (its own are not evidence about others).
+        A test the ledger has no failure of is absent."""
+        wanted = set(tests)
+        if not wanted:
+            return {}
+        t = test_failures
+        q = sa.select(t).where(
+            t.c.repo == repo, t.c.seen_at >= since, t.c.test.in_(sorted({x for _, x in wanted}))
+        )
+        if exclude_pr is not None:
+            q = q.where(sa.or_(t.c.pr.is_(None), t.c.pr != exclude_pr))
+        with self.engine.connect() as conn:
+            rows = [r for r in conn.execute(q.order_by(t.c.id)) if (r.check_name, r.test) in wanted]
+        return _ledger_records(rows)
+
+    def flakiest_tests(
+        self, *, since: dt.datetime, limit: int = 10, repo: str | None = None
+    ) -> list[LedgerTest]:
+        """The tests that failed since `since` and passed on retry at least once, most
+        retries passed first (then most failures): the repository's flakiest tests."""
+        t = test_failures
+        passed = sa.func.sum(sa.case((t.c.retry == "passed", 1), else_=0))
+        q = (
+            sa.select(t.c.repo, t.c.check_name, t.c.test)
+            .where(t.c.seen_at >= since)
+            .group_by(t.c.repo, t.c.check_name, t.c.test)
+            .having(passed >= 1)
+            .order_by(passed.desc(), sa.func.count().desc(), t.c.repo, t.c.test)
+            .limit(limit)
+        )
+        if repo is not None:
+            q = q.where(t.c.repo == repo)
+        with self.engine.connect() as conn:
+            top = [(r.repo, r.check_name, r.test) for r in conn.execute(q)]
+            if not top:
+                return []
+            rows = conn.execute(
+                sa.select(t)
+                .where(t.c.seen_at >= since, t.c.test.in_(sorted({x for _, _, x in top})))
+                .order_by(t.c.id)
+            ).all()
+        records = _ledger_records([r for r in rows if (r.repo, r.check_name, r.test) in set(top)])
+        by_key = {(rec.repo, rec.check, rec.test): rec for rec in records.values()}
+        return [by_key[k] for k in top if k in by_key]
 
     # --- comments --------------------------------------------------------------------
 

@@ -210,3 +210,29 @@ pr_actions = sa.Table(
     sa.Column("at", TS, nullable=False),
     sa.Index("ix_pr_actions_repo_pr_at", "repo", "pr", "at"),
 )
+
+
+# Revision 0006: the flaky-test ledger. One row per failed test of a failed check on a
+# commit (a merge group), from triage; `retry` says what the next try of the same PR head
+# did: `pending`, `passed` (its next group passed that check, or the PR merged) or `failed`
+# (the same test failed again). Tests that failed on other PRs and passed on retry are the
+# positive evidence that a test is flaky (triage/flaky.py).
+test_failures = sa.Table(
+    "test_failures",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("repo", Str(200), nullable=False),
+    sa.Column("test", Str(500), nullable=False),
+    sa.Column("check_name", Str(300), nullable=False),
+    sa.Column("pr", sa.Integer),  # None: a failure on the base branch
+    sa.Column("head_sha", Str(40)),  # the PR head the group tested
+    sa.Column("sha", Str(40), nullable=False),  # the commit it failed on
+    sa.Column("drop_id", sa.Integer),
+    sa.Column("seen_at", TS, nullable=False),
+    sa.Column("retry", Str(10), nullable=False, server_default="pending"),
+    sa.Column("retried_at", TS),
+    sa.UniqueConstraint("repo", "sha", "check_name", "test", name="uq_test_failures_commit"),
+    sa.Index("ix_test_failures_repo_test", "repo", "test"),
+    sa.Index("ix_test_failures_repo_pr", "repo", "pr", "head_sha"),
+    sa.Index("ix_test_failures_seen", "seen_at"),
+)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any
 
 from landbot.core.model import TriageClass
 from landbot.triage.classify import (
@@ -40,34 +40,12 @@ from landbot.triage.log import (
     ParsedLog,
     parse_log,
 )
+from landbot.triage.steps import AnnotationLike, StepInput, StepLike, pick
 from landbot.triage.summary import summarize
 
+__all__ = ["AnnotationLike", "LogExplanation", "StepInput", "StepLike", "explain_log"]
+
 ERROR_LINES_MAX = 50
-
-
-class AnnotationLike(Protocol):
-    """A check-run annotation as the checks API lists it."""
-
-    @property
-    def path(self) -> str: ...
-    @property
-    def start_line(self) -> int: ...
-    @property
-    def annotation_level(self) -> str: ...
-    @property
-    def message(self) -> str: ...
-
-
-class StepLike(Protocol):
-    """A step of a job as the jobs API lists it."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def conclusion(self) -> str | None: ...
-
-
-StepInput = StepLike | Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -95,6 +73,9 @@ class LogExplanation:
     failed_tests: tuple[str, ...] = ()
     """Identities of the failed tests the log names (pytest node ids, Go test names, …),
     as the flaky ledger keys them."""
+    parsed: ParsedLog | None = field(default=None, repr=False, compare=False)
+    """The log with the failing step chosen as explained (its region, first error and
+    script), which may differ from the log's own choice when the jobs API decided."""
 
     @property
     def pr_fault(self) -> bool | None:
@@ -154,21 +135,29 @@ def explain_parsed(
     rules: Sequence[Rule] = (),
     annotations: Sequence[AnnotationLike] = (),
 ) -> LogExplanation:
-    # `annotations` are accepted now so callers can pass them (issue 14); using them to
-    # pick the step and the region comes with the step-aware parser.
-    del annotations
+    """Explain a parsed log; `steps` (the jobs API's) and `annotations` (the check run's)
+    pick the failing step's section before the log is read (steps.py)."""
+    chosen = pick(parsed, steps=steps, annotations=annotations)
+    parsed = chosen.parsed
     marks = find_marks(parsed)
-    result: Classification = classify(parsed, marks, rules)
+    result: Classification = classify(parsed, marks, rules, step_name=chosen.api_name)
     title = parsed.step_title if parsed.first_error else None
-    step, number = _failing_step(steps, title)
+    step, number = chosen.step, chosen.number
     evidence_lines = [e.line for e in result.evidence if e.line > 0]
     if result.class_ == "unknown":
         errors: tuple[int, ...] = ()
         excerpt: tuple[ExcerptLine, ...] = ()
     else:
-        errors = tuple(sorted({*failure_lines(marks), *evidence_lines}))[:ERROR_LINES_MAX]
+        # The classifier's evidence is an error line when it is not the generic
+        # "genuine": a timeout's or a runner's message is what a person must read.
+        errors = failure_lines(
+            marks,
+            also=evidence_lines if result.class_ != "genuine" else (),
+            limit=ERROR_LINES_MAX,
+        )
         must = [*evidence_lines, *([parsed.first_error] if parsed.first_error else [])]
         excerpt = build_excerpt(marks, parsed.region, must=must)
+        excerpt = _with_job_lines(excerpt, parsed, result)
     return LogExplanation(
         class_=result.class_,
         step=step,
@@ -182,35 +171,25 @@ def explain_parsed(
         line_count=parsed.line_count,
         truncated=parsed.region_truncated,
         step_title=title,
+        signal=chosen.signal,
         failed_tests=tuple(
             dict.fromkeys(m.subject for m in marks if m.subject and m.kind in TEST_KINDS)
         ),
+        parsed=parsed,
     )
 
 
-def _field(step: StepInput, name: str) -> Any:
-    return step.get(name) if isinstance(step, Mapping) else getattr(step, name, None)
-
-
-def _failing_step(
-    steps: Sequence[StepInput] | None, log_title: str | None
-) -> tuple[str | None, int | None]:
-    """The failing step's display name from the jobs API, else the log's `Run …` title.
-
-    The API marks the step that failed `failure` (a step killed by a cancellation or a
-    timeout is `cancelled`). When several failed, the one whose default name is the log's
-    title wins, else the first: later ones usually ran because of `if: always()`.
-    """
-    if steps:
-        for wanted in ("failure", "cancelled", "timed_out"):
-            failing = [s for s in steps if _field(s, "conclusion") == wanted]
-            if not failing:
-                continue
-            chosen = next((s for s in failing if _field(s, "name") == log_title), failing[0])
-            name = _field(chosen, "name")
-            number = _field(chosen, "number")
-            return (
-                str(name) if name is not None else log_title,
-                number if isinstance(number, int) else None,
-            )
-    return log_title, None
+def _with_job_lines(
+    excerpt: tuple[ExcerptLine, ...], parsed: ParsedLog, result: Classification
+) -> tuple[ExcerptLine, ...]:
+    """The job's set-up lines (its name, its workflow file) when they are evidence, or
+    when the failing step is a gate on the pull request: they name the gate, and they sit
+    outside the step's region, so the excerpt builder cannot see them."""
+    job = [line for line in (parsed.workflow, parsed.job_name) if line is not None]
+    numbers = {line.number for line in job}
+    named = any(e.line in numbers for e in result.evidence)
+    if not job or not (named or any(e.signature == "pr-gate" for e in result.evidence)):
+        return excerpt
+    shown = {e.line for e in excerpt}
+    extra = [ExcerptLine(line.number, line.text) for line in job if line.number not in shown]
+    return tuple(sorted([*excerpt, *extra], key=lambda e: e.line))

@@ -11,6 +11,13 @@ The calls are bounded: one check-run listing per candidate commit, one job (or r
 list) and one log per failed job, at most `max_logs` logs per drop. A log GitHub no longer
 has is noted, not fatal; a network or server failure is raised, so the worker retries the
 whole drop rather than save thin evidence.
+
+Beyond the log (issue 14): a failed job's check-run annotations, read only where they can
+change the answer (`annotations_matter`); and positive evidence for flaky (`weigh_flaky`,
+triage/flaky.py): the flaky-test ledger in the store (no call), and the PR's own head's
+check runs (one call, only when a job would be called flaky), with the head's log of a
+check that failed there too. A GitHub error on any of these extra reads is no evidence:
+the class is what the rest of the evidence says.
 """
 
 from __future__ import annotations
@@ -33,8 +40,9 @@ from landbot.core.model import (
 )
 from landbot.errors import LandbotError
 from landbot.github.errors import GitHubError, RateLimited
-from landbot.github.models import CheckRun, Job, WorkflowRun
-from landbot.github.ops import GitHubOps, TriageGitHub
+from landbot.github.models import Annotation, CheckRun, Job, WorkflowRun
+from landbot.github.ops import GitHubOps, ReadsAnnotations, TriageGitHub
+from landbot.triage import flaky
 from landbot.triage.classify import Rule, compile_rules
 from landbot.triage.combine import JobVerdict, evidence_why, overall
 from landbot.triage.explain import LogExplanation, explain_parsed
@@ -45,6 +53,8 @@ if TYPE_CHECKING:
     from landbot.store import Store
 
 MAX_LOGS = 5
+# Failed tests of one job kept in the evidence and the ledger (a broken build fails all).
+MAX_TESTS = 20
 ACTIONS_APP = "github-actions"
 # Conclusions whose log says why; a cancelled job's log only says it was cancelled.
 LOG_CONCLUSIONS = frozenset({"failure", "timed_out"})
@@ -86,6 +96,7 @@ class Gatherer:
     settings: Settings | None = None
     """For a conflict: the git URL, and the mirrors under `[fixer] state_dir` (read at
     first use), which the fixer's workspaces share: one fetch serves both."""
+    flaky_policy: flaky.FlakyPolicy = field(default_factory=flaky.FlakyPolicy)
     _mirrors: Mirrors | None = field(default=None, repr=False)
 
     @classmethod
@@ -153,6 +164,7 @@ class Gatherer:
             # The drop's own record of the commit the queue tested: the fixer starts there.
             store.update_drop(drop.id, merge_group_sha=group.sha)
         verdicts, capped = self.explain_checks(gh, drop.repo, failed)
+        verdicts = self.weigh_flaky(gh, store, drop, group, verdicts)
         cls, reason = overall(verdicts)
         if capped:
             reason += (
@@ -178,6 +190,85 @@ class Gatherer:
                 else ()
             ),
         )
+
+    # --- positive evidence for flaky ------------------------------------------------------
+
+    def weigh_flaky(
+        self,
+        gh: TriageGitHub,
+        store: Store,
+        drop: Drop,
+        group: GroupCommit,
+        verdicts: Sequence[JobVerdict],
+    ) -> list[JobVerdict]:
+        """Each failed job weighed on more than its words (triage/flaky.py): the ledger's
+        record of its failed tests on other pull requests, and, when that could change the
+        class, the same check on the pull request's own head. The ledger learns from this
+        drop too: this group is the retry of the head's earlier failures, and its own
+        failed tests are recorded. Reads cost nothing but the head's check runs (one call,
+        only when a job would be called flaky) and the head's log when that check failed
+        there too; a GitHub error on either is no evidence, never a class."""
+        from landbot.store import utcnow
+
+        now = utcnow()
+        tested = {
+            v.failure.job: v.failure.failed_tests
+            for v in verdicts
+            if v.failure.failed_tests and v.failure.class_ in flaky.WEIGHED
+        }
+        passed = {c.name for c in group.checks if c.conclusion == "success"}
+        store.record_retry(
+            repo=drop.repo,
+            pr=drop.pr,
+            head_sha=drop.head_sha,
+            sha=group.sha,
+            passed=passed,
+            failed=tested,
+            at=now,
+        )
+        records = store.ledger(
+            drop.repo,
+            [(job, test) for job, tests in tested.items() for test in tests],
+            since=now - self.flaky_policy.window,
+            exclude_pr=drop.pr,
+        )
+        store.record_test_failures(
+            repo=drop.repo,
+            pr=drop.pr,
+            head_sha=drop.head_sha,
+            sha=group.sha,
+            failures=tested,
+            drop_id=drop.id,
+            at=now,
+        )
+        head = HeadChecks(self, gh, drop, group.sha)
+        weighed: list[JobVerdict] = []
+        for verdict in verdicts:
+            job = verdict.failure
+            ledger = {t: records[(job.job, t)] for t in job.failed_tests if (job.job, t) in records}
+            seen = head(job) if flaky.head_matters(job, ledger, self.flaky_policy) else None
+            after = flaky.weigh(job, ledger, seen, self.flaky_policy)
+            if after.class_ != job.class_:
+                why = after.flaky_evidence
+            elif after.flaky_evidence:
+                why = "; ".join(x for x in (verdict.why, after.flaky_evidence) if x)
+            else:
+                why = verdict.why
+            weighed.append(JobVerdict(after, why))
+        return weighed
+
+    def head_tests(self, gh: TriageGitHub, repo: str, check: CheckRun) -> tuple[str, ...] | None:
+        """The failed tests the log of the head's own run of a check names (None: GitHub
+        did not serve it)."""
+        try:
+            with gh.job_log(repo, check.id) as chunks:
+                parsed = parse_log(chunks, max_bytes=self.max_log_bytes)
+        except RateLimited:
+            raise
+        except GitHubError as exc:
+            log.warning("%s: the head's log of %s not read (%s)", repo, check.name, exc.status)
+            return None
+        return explain_parsed(parsed, rules=self.rules).failed_tests[:MAX_TESTS]
 
     def quest_explanations(
         self, gh: TriageGitHub, drop: Drop, jobs: Sequence[JobFailure]
@@ -224,23 +315,47 @@ class Gatherer:
         return verdicts, len(unread)
 
     def from_log(self, gh: TriageGitHub, repo: str, check: CheckRun, job: Job | None) -> JobVerdict:
+        steps = job.steps if job is not None else None
         try:
             with gh.job_log(repo, check.id) as chunks:
                 # Parsed here rather than through explain_log: the failing step's echoed
                 # script is the command a person re-runs.
                 parsed = parse_log(chunks, max_bytes=self.max_log_bytes)
-            explained = explain_parsed(
-                parsed, steps=job.steps if job is not None else None, rules=self.rules
-            )
         except RateLimited:
             raise
         except GitHubError as exc:
             if exc.status not in _LOG_GONE:
                 raise  # a network or server failure: the worker tries the drop again
-            return without_log(
-                check, _by_conclusion(check), f"GitHub did not serve its log ({exc.status})"
-            )
-        return log_verdict(check, job, explained, parsed)
+            gone = f"GitHub did not serve its log ({exc.status})"
+            # The check run's annotations outlive the log: the only evidence left.
+            notes = self.annotations(gh, repo, check) if check.annotations_count else ()
+            if notes:
+                empty = parse_log(b"", max_bytes=self.max_log_bytes)
+                explained = explain_parsed(empty, steps=steps, rules=self.rules, annotations=notes)
+                if explained.class_ != "unknown":
+                    return log_verdict(check, job, explained, None)
+            return without_log(check, _by_conclusion(check), gone)
+        explained = explain_parsed(parsed, steps=steps, rules=self.rules)
+        if annotations_matter(check, explained):
+            notes = self.annotations(gh, repo, check)
+            if notes:
+                explained = explain_parsed(parsed, steps=steps, rules=self.rules, annotations=notes)
+        # The section explained (the jobs API's step, when it chose another than the
+        # log's): the line link and the command follow the step that failed.
+        return log_verdict(check, job, explained, explained.parsed or parsed)
+
+    def annotations(self, gh: TriageGitHub, repo: str, check: CheckRun) -> tuple[Annotation, ...]:
+        """The check run's annotations (one call); none when the client cannot read them
+        or GitHub refuses: extra evidence, never a reason to fail the drop."""
+        if not isinstance(gh, ReadsAnnotations):
+            return ()
+        try:
+            return tuple(gh.check_run_annotations(repo, check.id))
+        except RateLimited:
+            raise
+        except GitHubError as exc:
+            log.warning("%s: annotations of %s not read (%s)", repo, check.name, exc.status)
+            return ()
 
     # --- merge conflicts ------------------------------------------------------------------
 
@@ -390,6 +505,61 @@ def run_id_of(check: CheckRun) -> int | None:
     return None
 
 
+class HeadChecks:
+    """The pull request's own head's check runs, listed at most once per drop, as the
+    weighing of each job asks for its check."""
+
+    def __init__(self, gatherer: Gatherer, gh: TriageGitHub, drop: Drop, group_sha: str):
+        self._gatherer, self._gh, self._drop, self._group = gatherer, gh, drop, group_sha
+        self._runs: list[CheckRun] | None = None
+        self._unread = False
+        self._tests: dict[int, tuple[str, ...] | None] = {}
+
+    def runs(self) -> list[CheckRun] | None:
+        """The head's check runs; None when GitHub would not list them."""
+        if self._runs is None and not self._unread:
+            try:
+                self._runs = self._gh.check_runs(self._drop.repo, self._drop.head_sha)
+            except RateLimited:
+                raise
+            except GitHubError as exc:
+                log.warning(
+                    "%s#%s: the head's checks not read (%s): no head evidence",
+                    self._drop.repo,
+                    self._drop.pr,
+                    exc.status,
+                )
+                self._unread = True
+        return self._runs
+
+    def __call__(self, job: JobFailure) -> flaky.HeadCheck | None:
+        if self._drop.head_sha == self._group:
+            return None  # the head is the commit that failed: nothing outside the group
+        runs = self.runs()
+        if runs is None:
+            return None
+        same = [c for c in runs if c.name == job.job]
+        if not same:
+            return flaky.HeadCheck(self._drop.head_sha, "absent")
+        check = max(same, key=lambda c: c.id)  # the newest run of it
+        state = flaky.head_state(check.conclusion, check.status)
+        tests: tuple[str, ...] | None = None
+        if state == "failed" and job.failed_tests and check.app_slug == ACTIONS_APP:
+            if check.id not in self._tests:
+                self._tests[check.id] = self._gatherer.head_tests(self._gh, self._drop.repo, check)
+            tests = self._tests[check.id]
+        return flaky.HeadCheck(self._drop.head_sha, state, tests)
+
+
+def annotations_matter(check: CheckRun, e: LogExplanation) -> bool:
+    """Whether the check run's annotations (one call) can change what the log alone says:
+    it has some, and the log left the class unknown, lost the failing step's start, or
+    named no step."""
+    if not check.annotations_count:
+        return False
+    return e.class_ == "unknown" or e.truncated or e.step is None
+
+
 def log_verdict(
     check: CheckRun, job: Job | None, e: LogExplanation, parsed: ParsedLog | None = None
 ) -> JobVerdict:
@@ -409,6 +579,8 @@ def log_verdict(
         class_=cls,
         run=run_script(parsed) if parsed is not None else "",
         line_url=step_line_url(url, e, parsed.first_error if parsed is not None else None),
+        signal=e.signal,
+        failed_tests=tuple(e.failed_tests[:MAX_TESTS]),
     )
     return JobVerdict(failure, why)
 
@@ -417,7 +589,8 @@ def run_script(parsed: ParsedLog) -> str:
     """The failing step's own script, as the log echoes it in the step's header group
     (the lines before `shell:`). A `uses:` step's header shows `with:` and no `shell:`:
     its title names an action, not a command, so it gives no script."""
-    if parsed.step_title is None or not parsed.step_title.startswith("Run "):
+    command = parsed.command_title  # a composite's failing inner step: its own script
+    if command is None or not command.startswith("Run "):
         return ""
     script: list[str] = []
     for line in parsed.step_script:
@@ -426,7 +599,7 @@ def run_script(parsed: ParsedLog) -> str:
         script.append(line)
     else:
         return ""  # no shell: not a `run:` step, or a header cut by the bounds
-    title = parsed.step_title.removeprefix("Run ").strip()
+    title = command.removeprefix("Run ").strip()
     # GitHub echoes the whole script; a log that shows only the rest has it in the title.
     if title and (not script or script[0].strip() != title):
         script.insert(0, title)

@@ -11,6 +11,13 @@ _FAULT = {
 }
 
 
+_SIGNALS = {
+    "steps-api": "the jobs API's step conclusions",
+    "annotations": "the check run's annotations",
+    "log": "the log alone",
+}
+
+
 def render_text(explanation: LogExplanation, name: str) -> str:
     e = explanation
     out = [f"{name}: {e.class_} ({_FAULT[e.pr_fault]})"]
@@ -18,6 +25,12 @@ def render_text(explanation: LogExplanation, name: str) -> str:
     if e.step is not None:
         where = f" (section at line {e.step_line})" if e.step_line else ""
         out.append(f"  step: {e.step}{where}")
+        if e.step_title is not None and e.step_title != e.step:
+            out.append(f"  in the log: {e.step_title}")
+        inner = e.parsed.command_title if e.parsed is not None else None
+        if inner is not None and inner != e.step_title:
+            out.append(f"  failing step of the composite action: {inner}")
+        out.append(f"  step chosen by: {_SIGNALS.get(e.signal, e.signal)}")
     if e.exit_code is not None:
         out.append(f"  exit code: {e.exit_code}")
     if e.error_lines:

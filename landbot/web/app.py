@@ -19,16 +19,16 @@ import sqlalchemy as sa
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from landbot import logs
 from landbot.config import Settings
-from landbot.store import Store, StoredDrop
-from landbot.web import dashboard, metrics
+from landbot.store import Store
+from landbot.web import board, prom
 from landbot.web.body import MAX_BODY_BYTES, BadContentLength, BodyTooLarge, read_capped
 from landbot.web.inbox import Inbox, StoreBusy
 from landbot.web.signature import header_problem, signature_matches
-from landbot.web.stats import store_gauges
 from landbot.web.wal import WalCheckpointer
 
 log = logging.getLogger("landbot.web")
@@ -44,7 +44,6 @@ STORE_TIMEOUT_S = 5.0
 # loop's thread for a whole switch interval (5 ms by default): four statements, up to 20 ms.
 # At 1 ms a write's p99 under a busy loop drops from ~35 ms to ~10 ms (bench/README.md).
 SWITCH_INTERVAL_S = 0.001
-DASHBOARD_ROWS = 50
 
 
 def _refuse(status: int, message: str, *, close: bool = False) -> JSONResponse:
@@ -57,6 +56,20 @@ def _refuse(status: int, message: str, *, close: bool = False) -> JSONResponse:
 def _text(payload: dict[str, Any], key: str) -> str | None:
     value = payload.get(key)
     return value if isinstance(value, str) else None
+
+
+def _refused(status: int, outcome: str, why: object, headers: Any) -> None:
+    """The line for a refused delivery: what GitHub's headers said it was, and why."""
+    logs.event(
+        log,
+        "webhook refused",
+        logging.WARNING,
+        delivery_id=headers.get("x-github-delivery"),
+        github_event=headers.get("x-github-event"),
+        status=status,
+        outcome=outcome,
+        why=why,
+    )
 
 
 def _repository(payload: dict[str, Any]) -> str | None:
@@ -81,7 +94,7 @@ class _Receiver:
         self.store = store
         self.worker_alive = worker_alive
         self.max_body = max_body
-        self.counters = metrics.DeliveryCounters()
+        self.counters = prom.DeliveryCounters()
         # Deliveries are written through the inbox, which never waits in SQLite's busy
         # handler behind a worker that is catching up (landbot.web.inbox).
         self.inbox = Inbox(store)
@@ -104,13 +117,13 @@ class _Receiver:
         signature = headers.get("x-hub-signature-256")
         problem = header_problem(signature, headers.get("x-hub-signature"))
         if problem is not None or signature is None:
-            log.warning("webhook refused (401): %s", problem)
+            _refused(401, "bad_signature", problem, headers)
             return self._count("bad_signature", _refuse(401, problem or "missing signature"))
 
         try:
             body = await read_capped(request, self.max_body)
         except BodyTooLarge as exc:
-            log.warning("webhook refused (413): %s", exc)
+            _refused(413, "too_large", exc, headers)
             return self._count("too_large", _refuse(413, str(exc), close=True))
         except BadContentLength as exc:
             return self._count("bad_request", _refuse(400, str(exc), close=True))
@@ -125,7 +138,7 @@ class _Receiver:
         else:
             valid = signature_matches(self.secret, body, signature)
         if not valid:
-            log.warning("webhook refused (401): signature does not match the body")
+            _refused(401, "bad_signature", "signature does not match the body", headers)
             return self._count(
                 "bad_signature",
                 _refuse(
@@ -161,12 +174,22 @@ class _Receiver:
 
         if event == "ping":
             # GitHub's check that the hook works: nothing for the worker to do.
-            log.info("webhook ping %s (hook %s)", delivery, headers.get("x-github-hook-id"))
+            logs.event(
+                log, "webhook ping", delivery_id=delivery, hook_id=headers.get("x-github-hook-id")
+            )
             return self._count("ping", JSONResponse({"status": "pong", "delivery": delivery}))
 
         action = _text(payload, "action")
         repo = _repository(payload)
         if repo is not None and not self.settings.watches(repo):
+            logs.event(
+                log,
+                "webhook ignored: repository not watched",
+                repo=repo,
+                delivery_id=delivery,
+                github_event=event,
+                action=action,
+            )
             return self._count(
                 "ignored_repo",
                 JSONResponse(
@@ -186,7 +209,16 @@ class _Receiver:
         except sa.exc.IntegrityError:
             created = False  # a concurrent copy of this delivery won the unique key
         except (sa.exc.SQLAlchemyError, StoreBusy):
-            log.exception("webhook delivery %s could not be stored", delivery)
+            logs.event(
+                log,
+                "webhook not stored",
+                logging.ERROR,
+                exc_info=True,
+                repo=repo,
+                delivery_id=delivery,
+                github_event=event,
+                action=action,
+            )
             return self._count(
                 "store_error",
                 _refuse(
@@ -196,10 +228,22 @@ class _Receiver:
                 ),
             )
         if not created:
+            logs.event(
+                log, "webhook duplicate", logging.DEBUG, delivery_id=delivery, github_event=event
+            )
             return self._count(
                 "duplicate", JSONResponse({"status": "duplicate", "delivery": delivery})
             )
-        log.debug("webhook %s %s.%s for %s stored", delivery, event, action, repo)
+        logs.event(
+            log,
+            "webhook stored",
+            logging.DEBUG,
+            repo=repo,
+            delivery_id=delivery,
+            github_event=event,
+            action=action,
+            bytes=len(body),
+        )
         return self._count(
             "accepted", JSONResponse({"status": "accepted", "delivery": delivery}, 202)
         )
@@ -231,26 +275,12 @@ class _Receiver:
         return JSONResponse(body, status_code=503 if down else 200)
 
     async def metrics(self, request: Request) -> Response:
-        done, gauges = await self._in_thread(lambda: store_gauges(self.store))
-        text = metrics.render(self.counters, gauges if done else None)
-        return Response(text, media_type=metrics.CONTENT_TYPE)
+        done, figures = await self._in_thread(lambda: prom.read_store(self.store))
+        text = prom.render(self.counters, figures if done else None)
+        return Response(text, media_type=prom.CONTENT_TYPE)
 
     async def dashboard(self, request: Request) -> Response:
-        def read() -> tuple[list[StoredDrop], metrics.StoreGauges]:
-            return self.store.drops(limit=DASHBOARD_ROWS), store_gauges(self.store)
-
-        done, result = await self._in_thread(read)
-        headers = {"Content-Security-Policy": dashboard.CSP, "X-Content-Type-Options": "nosniff"}
-        if not done:
-            return HTMLResponse(
-                "<!doctype html><title>landbot</title><p>The store is not answering; "
-                "see /healthz and the server log.</p>",
-                status_code=503,
-                headers=headers,
-            )
-        rows, gauges = result
-        page = dashboard.render(rows, gauges, api_url=self.settings.github.api_url)
-        return HTMLResponse(page, headers=headers)
+        return await board.respond(request, self.settings, self.store, self._in_thread)
 
 
 def create_app(
@@ -291,8 +321,9 @@ def create_app(
         routes=[
             Route("/webhook", receiver.webhook, methods=["POST"]),
             Route("/healthz", receiver.healthz, methods=["GET"]),
-            Route("/metrics", receiver.metrics, methods=["GET"]),
-            Route("/", receiver.dashboard, methods=["GET"]),
+            # The operator's only: loopback, or the [web] token (landbot.web.board).
+            Route("/metrics", board.operator_only(settings, receiver.metrics), methods=["GET"]),
+            Route("/", board.operator_only(settings, receiver.dashboard), methods=["GET"]),
         ],
         lifespan=lifespan,
     )

@@ -72,3 +72,23 @@ def test_not_built_message_says_nothing_was_done() -> None:
 def test_unknown_command_is_a_usage_error() -> None:
     out = run("frobnicate")
     assert out.returncode == 2
+
+
+def test_config_show_answers_help_and_takes_config() -> None:
+    out = run("config", "show", "--help")
+    assert out.returncode == 0, out.stderr
+    assert "--config" in out.stdout and "--json" in out.stdout
+
+
+def test_an_unknown_setting_stops_any_command_in_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[gihtub]\n")
+    out = run("status", "--config", str(bad))
+    assert out.returncode == 2 and out.stdout == ""
+    assert (
+        out.stderr == f"landbot: unknown section [gihtub] in {bad} line 1; did you mean [github]?\n"
+    )
+    good = tmp_path / "good.toml"  # the control
+    good.write_text(f'database_url = "sqlite:///{tmp_path / "l.db"}"\n[github]\n')
+    out = run("status", "--config", str(good))
+    assert out.returncode == 0 and out.stdout == "no drops recorded yet\n", out.stderr

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,18 @@ from landbot import cli
 from landbot.sim import EXTRA_MODULES
 
 # The commands a plain install must run (design.md's contract, less `demo`).
-PRODUCT = ["serve", "worker", "poll", "retry", "status", "triage", "quest", "sandbox", "fixer"]
+PRODUCT = [
+    "serve",
+    "worker",
+    "poll",
+    "retry",
+    "status",
+    "triage",
+    "quest",
+    "sandbox",
+    "fixer",
+    "app",
+]
 PACKAGE = Path(landbot.__file__).parent
 # Not product code: the simulator and the demo (the extra's users), the migration scripts
 # (alembic runs env.py, importing it runs a migration), and `python -m` entry points.
@@ -156,5 +168,66 @@ def test_demo_without_the_extra_says_what_to_install_in_one_line(
 ) -> None:
     out = python(plain, tmp_path, "-m", "landbot", "demo")
     assert out.returncode == 2
-    assert out.stderr == "landbot: landbot demo needs the simulator: pip install 'landbot[sim]'\n"
+    assert out.stderr == "landbot: landbot demo needs its extra: pip install 'landbot[demo]'\n"
     assert out.stdout == ""
+
+
+def test_version_is_the_packages(plain: dict[str, str], tmp_path: Path) -> None:
+    out = python(plain, tmp_path, "-m", "landbot", "--version")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == f"landbot {landbot.__version__}\n"
+    # One spelling: the wheel's metadata takes the version from landbot/__init__.py.
+    pyproject = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())
+    assert pyproject["project"]["dynamic"] == ["version"]
+    assert pyproject["tool"]["hatch"]["version"]["path"] == "landbot/__init__.py"
+
+
+def test_the_demo_extra_is_the_simulator_and_no_test_tool() -> None:
+    extras = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert extras["demo"] == ["landbot[sim]"]
+    assert not any("pytest" in req for req in extras["sim"] + extras["demo"])
+    core = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]
+    assert not any(req.startswith("graphql-core") for req in core["dependencies"])
+
+
+def _demo_checkout(root: Path, *pulls: str) -> Path:
+    from landbot.demo import project
+
+    files = dict(project.BASE_FILES)
+    for pull in project.PULLS:
+        if pull.key in pulls:
+            files.update(pull.files)
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_the_demo_projects_ci_runs_without_pytest(
+    plain: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # Why the demo once needed pytest: its CI ran `python -m pytest`. It runs the standard
+    # library's unittest now; here with pytest made unimportable, as on a plain install.
+    from landbot.demo import ci, project
+
+    site = Path(plain["PYTHONPATH"].split(os.pathsep)[0])
+    env = {**plain, "PYTHONPATH": str(site)}
+    hook = (site / "sitecustomize.py").read_text()
+    blocked = tmp_path_factory.mktemp("no-pytest")
+    (blocked / "sitecustomize.py").write_text(
+        hook.replace("BLOCKED = frozenset(", "BLOCKED = {'pytest', '_pytest'} | frozenset(")
+    )
+    env["PYTHONPATH"] = str(blocked)
+    assert python(env, blocked, "-c", "import pytest").returncode == 1  # the hook bites
+    assert "pytest" not in project.CI_WORKFLOW
+    assert ci.UNITTEST[:2] == ("-m", "unittest")
+    good = _demo_checkout(tmp_path_factory.mktemp("calc"), "flaky")
+    done = python(env, good, *ci.UNITTEST)
+    assert done.returncode == 0, done.stderr
+    assert "Ran 3 tests" in done.stderr
+    # The control: the genuine bug's tests run and fail the same way, with no pytest either.
+    bad = _demo_checkout(tmp_path_factory.mktemp("calc"), "genuine")
+    done = python(env, bad, *ci.UNITTEST)
+    assert done.returncode == 1 and "FAIL: test_sample_standard_deviation" in done.stderr

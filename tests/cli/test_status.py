@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -116,3 +117,127 @@ def test_a_summary_quoting_a_job_reaches_the_terminal_inert(tmp_path: Path) -> N
     assert done.returncode == 0 and "tail-marker" in done.stdout  # the row was printed
     assert "\x1b" not in done.stdout and "\x07" not in done.stdout
     assert "[bold red]big[/]" in done.stdout  # shown as text, not taken as rich markup
+
+
+# --- readable at 80 columns; --repo case-insensitive and checked ------------------------
+
+LONG_REPO = "octo-organisation/a-repository-with-long-name"
+
+
+@pytest.fixture
+def busy(tmp_path: Path) -> str:
+    """Drops of two repositories, one with a long name, with long summaries."""
+    url = f"sqlite:///{tmp_path / 'busy.db'}"
+    store = Store.open(url)
+    for i, repo in enumerate([LONG_REPO, "Octo-Org/Octo-Repo", LONG_REPO]):
+        drop_id, _ = store.add_drop(
+            repo=repo,
+            pr=1000 + i,
+            head_sha=f"{i:040x}",
+            reason="branch_protections",
+            source="webhook",
+            dedupe_key=f"webhook:busy{i}",
+            observed_at=T0 + dt.timedelta(minutes=i),
+        )
+        store.update_drop(
+            drop_id,
+            outcome="handed_back",
+            class_="infrastructure",
+            summary=f"summary {i}: the required check never reported on the merge group "
+            "commit; the queue timed out waiting for it and landbot handed the PR back END",
+        )
+    store.close()
+    return url
+
+
+def table(db: str, *args: str, columns: int = 80, **env: str) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("LANDBOT_")}
+    base.update(LANDBOT_DATABASE_URL=db, COLUMNS=str(columns), **env)
+    return subprocess.run(
+        [LANDBOT, "status", *args], capture_output=True, text=True, timeout=60, env=base
+    )
+
+
+def test_the_table_fits_80_columns_cutting_the_summary_not_the_repository(busy: str) -> None:
+    done = table(busy, "--repo", "octo-org/octo-repo")
+    assert done.returncode == 0, done.stderr
+    header, row = done.stdout.splitlines()  # nothing wrapped
+    assert len(row) <= 80 and header.split()[:2] == ["repo", "PR"]
+    assert row.startswith("Octo-Org/Octo-Repo  #1001") and "handed_back" in row
+    assert re.search(r" \d\d-\d\d \d\d:\d\d  summary 1: the required", row)
+    assert row.endswith("…") and "END" not in row  # the summary, cut
+
+
+def test_a_long_repository_name_keeps_whole_and_its_summary_goes_below(busy: str) -> None:
+    done = table(busy)
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert lines[0].split() == ["repo", "PR", "outcome", "updated"]
+    rows = lines[1:]
+    assert len(rows) == 6  # a line for each drop and one for its summary
+    for (line, summary), (repo, pr) in zip(
+        zip(rows[::2], rows[1::2], strict=True),
+        [(LONG_REPO, 1002), ("Octo-Org/Octo-Repo", 1001), (LONG_REPO, 1000)],
+        strict=True,
+    ):
+        assert line.startswith(repo) and f"#{pr}" in line and "handed_back" in line
+        assert summary.startswith("    summary ") and summary.endswith("…")
+
+
+def test_a_wide_terminal_shows_every_column_and_the_whole_summary(busy: str) -> None:
+    done = table(busy, columns=400)
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == [
+        "repo", "PR", "head", "reason", "class", "outcome", "updated", "why",
+    ]  # fmt: skip
+    assert len(lines) == 4 and all(line.endswith("END") for line in lines[1:])
+    assert "branch_protections" in lines[1] and "infrastructure" in lines[1]
+
+
+def test_status_lines_at_any_width() -> None:
+    from landbot.cli import status_lines
+
+    row = {
+        "repo": "o/r",
+        "pr": 7,
+        "head_sha": "a" * 40,
+        "reason": "failed_checks",
+        "class": "genuine",
+        "outcome": "fixed",
+        "updated_at": "2026-11-01T12:00:00+00:00",
+        "summary": "word " * 40,
+    }
+    for width in (50, 60, 80, 100, 120, 160, 300):
+        lines = status_lines([row], width)
+        assert max(len(line) for line in lines) <= width, width
+        assert re.match(r"o/r +#7 ", lines[1]), width
+    # Narrow, the optional columns go (class first); wide, they stay.
+    assert "genuine" not in status_lines([row], 80)[1]
+    assert "genuine" in status_lines([row], 160)[1] and "aaaaaaa" in status_lines([row], 160)[1]
+    # A repository wider than the terminal is never cut: its row is as long as it needs.
+    long_row = row | {"repo": "x" * 90}
+    assert status_lines([long_row], 80)[1].startswith("x" * 90 + "  #7")
+
+
+def test_repo_is_case_insensitive(busy: str) -> None:
+    done = table(busy, "--json", "--repo", "octo-org/octo-repo")
+    assert [r["pr"] for r in json.loads(done.stdout)] == [1001]
+    done = table(busy, "--json", "--repo", LONG_REPO.upper())
+    assert [r["pr"] for r in json.loads(done.stdout)] == [1002, 1000]
+
+
+def test_repo_is_checked_against_the_watched_repositories(busy: str) -> None:
+    watched = {"LANDBOT_REPOS": f"Octo-Org/Octo-Repo,{LONG_REPO}"}
+    done = table(busy, "--repo", "octo-org/octo-rep", **watched)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        "landbot: --repo octo-org/octo-rep is not a watched repository; the watched ones are "
+        f"Octo-Org/Octo-Repo, {LONG_REPO} (LANDBOT_REPOS, or repos in the settings file)\n"
+    )
+    done = table(busy, "--json", "--repo", "OCTO-ORG/octo-repo", **watched)  # the control
+    assert done.returncode == 0 and [r["pr"] for r in json.loads(done.stdout)] == [1001]
+
+
+def test_no_drops_of_a_repository(busy: str) -> None:
+    done = table(busy, "--repo", "o/none")  # nothing watched: every repository is
+    assert done.returncode == 0 and done.stdout == "no drops of o/none recorded yet\n"

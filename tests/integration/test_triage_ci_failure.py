@@ -82,9 +82,12 @@ def test_a_ci_failure_is_explained_from_the_job_log(world: World) -> None:
 
     # The line numbers are those of the log GitHub serves for that job.
     lines = served_log_lines(world, job_id_of(job["url"]))
+    # pytest's E line, the location and the failed test; not the bare exit code (the
+    # excerpt shows it).
     assert [lines[n - 1] for n in job["error_lines"]] == [
+        "E       assert 41 == 42",
+        "tests/test_app.py:5: AssertionError",
         "FAILED tests/test_app.py::test_answer - assert 41 == 42",
-        "##[error]Process completed with exit code 1.",
     ]
     assert all(lines[n - 1] == text for n, text in job["excerpt"])
     assert "E       assert 41 == 42" in [text for _, text in job["excerpt"]]  # the context
@@ -101,7 +104,7 @@ def test_a_ci_failure_is_explained_from_the_job_log(world: World) -> None:
     body = handback.body
     assert f"**Triage:** genuine: {ev['triage_reason']}" in body
     assert f"- [test (3.12)]({job['url']}) `failure`, step **Run pytest -q**: " in body
-    assert "_(class: genuine)_" in body
+    assert "_(class: genuine; step from GitHub's jobs API)_" in body  # and what picked it
     where = ", ".join(str(n) for n in job["error_lines"])
     assert f"<details><summary>log excerpt (error lines {where})</summary>" in body
     for n in job["error_lines"]:

@@ -34,8 +34,9 @@ BLAME = (
 )
 # Every call a re-enqueued drop costs (README figures): the GraphQL re-read, the check-run
 # listing, the enqueue mutation and the status comment (GET /user once per process, the
-# listing, the post); a flaky job adds its job (steps) and its log (redirect + download).
-FLAKY_REQUEUE_CALLS = 9
+# listing, the post); a flaky job adds its job (steps) and its log (redirect + download),
+# and the check runs of the PR's own head (the same check failing there is not flaky).
+FLAKY_REQUEUE_CALLS = 10
 CANCELLED_REQUEUE_CALLS = 6
 
 

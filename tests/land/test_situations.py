@@ -10,6 +10,7 @@ Set LANDBOT_UPDATE_SNAPSHOTS=1 to rewrite them after a deliberate change, then r
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -44,6 +45,8 @@ from landbot.land.model import (
     Policy,
     Status,
 )
+from landbot.store.records import LedgerTest
+from landbot.triage.flaky import HeadCheck, ledger_sentence, weigh
 
 SNAPSHOTS = Path(__file__).parent / "situations"
 HEAD = "0123456789abcdef0123456789abcdef01234567"
@@ -108,6 +111,55 @@ SETUP_NODE = Evidence(
             class_="genuine",
         ),
     ),
+    group_sha=GROUP,
+    group_base_sha=GROUP_BASE,
+)
+# A test the log calls genuine (an assertion) that the flaky-test ledger knows: it failed on
+# other pull requests this week and passed when they were retried (triage/flaky.py).
+_LEDGER_NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
+_TIMEOUT_TEST = "tests/test_net.py::test_fetch_retries"
+_LEDGER = {
+    _TIMEOUT_TEST: LedgerTest(
+        repo="octo/app",
+        test=_TIMEOUT_TEST,
+        check="test (3.12)",
+        failures=4,
+        prs=(37, 38, 39, 40),
+        passed_prs=(37, 38, 39, 40),
+        retries_passed=4,
+        first_seen=_LEDGER_NOW - dt.timedelta(days=5),
+        last_seen=_LEDGER_NOW - dt.timedelta(hours=3),
+    )
+}
+_SEEN_TEST = JobFailure(
+    job="test (3.12)",
+    url=JOB_URL,
+    step="Unit tests",
+    error_lines=(212,),
+    excerpt=((211, "E   AssertionError: 2 retries, expected 3"), (212, f"FAILED {_TIMEOUT_TEST}")),
+    summary=f"1 test failed in step 'Unit tests': {_TIMEOUT_TEST}",
+    class_="genuine",
+    run="pytest -q",
+    signal="steps-api",
+    failed_tests=(_TIMEOUT_TEST,),
+)
+LEDGER_FLAKY = Evidence(
+    failed_checks=(FailedCheck("test (3.12)", "failure", JOB_URL),),
+    triage_class="flaky",
+    triage_reason=(
+        "a flaky failure: job `test (3.12)`, step `Unit tests`, "
+        + ledger_sentence((_TIMEOUT_TEST,), _LEDGER)
+    ),
+    jobs=(weigh(_SEEN_TEST, _LEDGER, HeadCheck(HEAD, "passed")),),
+    group_sha=GROUP,
+    group_base_sha=GROUP_BASE,
+)
+# The same test failing the same way on the pull request's own head: genuine, ledger or not.
+ON_OWN_HEAD = Evidence(
+    failed_checks=(FailedCheck("test (3.12)", "failure", JOB_URL),),
+    triage_class="genuine",
+    triage_reason="the pull request's own failure: job `test (3.12)`, step `Unit tests`",
+    jobs=(weigh(_SEEN_TEST, _LEDGER, HeadCheck(HEAD, "failed", (_TIMEOUT_TEST,))),),
     group_sha=GROUP,
     group_base_sha=GROUP_BASE,
 )
@@ -296,6 +348,42 @@ SITUATIONS: tuple[Situation, ...] = (
         after=AFTER_PUSH,
     ),
     s("flaky-requeued", "failed_checks", NPM_RESET, "requeued", "status:requeued_not_its_fault"),
+    # positive evidence for flaky: the ledger re-enqueues without the fixer; the PR's own
+    # head failing the same way sends it to the fixer (or back) whatever the words say
+    s(
+        "flaky-by-ledger-requeued",
+        "failed_checks",
+        LEDGER_FLAKY,
+        "requeued",
+        "status:requeued_not_its_fault",
+        policy=FIXER,
+    ),
+    s(
+        "flaky-by-ledger-again",
+        "failed_checks",
+        LEDGER_FLAKY,
+        "handed_back",
+        "status:handed_back",
+        "handback:not_its_fault_again",
+        policy=FIXER,
+        history=History(requeues=1),
+    ),
+    s(
+        "genuine-on-own-head",
+        "failed_checks",
+        ON_OWN_HEAD,
+        "handed_back",
+        "status:handed_back",
+        "handback:failed_checks",
+    ),
+    s(
+        "genuine-on-own-head-fixing",
+        "failed_checks",
+        ON_OWN_HEAD,
+        "pending",
+        "status:fixing_failed_checks",
+        policy=FIXER,
+    ),
     s(
         "flaky-again",
         "failed_checks",

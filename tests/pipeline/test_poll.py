@@ -158,3 +158,37 @@ def test_a_job_another_live_worker_holds_is_not_waited_for(world: World) -> None
     assert world.store.renew_lease("jobs", held.id, "serve-worker", dt.timedelta(seconds=-1))
     run = finish_own_work(world.store, world.worker, [drop_id])
     assert (run.ran, run.left) == (1, [])
+
+
+def test_a_polls_drop_is_logged_from_its_sweep_to_its_outcome(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    pr = world.drop_unheard("feat-logged")
+    with caplog.at_level("INFO", logger="landbot"):
+        [drop_id] = world.sweep()
+        finish_own_work(world.store, world.worker, [drop_id])
+    seen = [
+        {"event": r.getMessage(), **getattr(r, "landbot_context", {}), **r.landbot_fields}
+        for r in caplog.records
+        if hasattr(r, "landbot_fields")
+    ]
+    [drop] = world.store.drops()
+    [recorded] = [e for e in seen if e["event"] == "drop recorded"]
+    assert recorded == {
+        **recorded,
+        "repo": REPO,
+        "pr": pr.number,
+        "head_sha": drop.head_sha,
+        "drop_id": drop_id,
+        "source": "poll",
+        "removal_id": drop.removal_id,
+    }
+    assert "delivery_id" not in recorded  # no webhook reported it
+    [swept] = [e for e in seen if e["event"] == "sweep finished"]
+    assert (swept["repo"], swept["new"], swept["seen"], swept["unmatched"]) == (REPO, 1, 0, 0)
+    # Then one line for the decision, each action, and the outcome, all naming the drop.
+    names = [e["event"] for e in seen if e.get("drop_id") == drop_id]
+    assert names[:2] == ["drop recorded", "drop decided"]
+    assert "handed back" in names and names[-1] == "drop settled"
+    [settled] = [e for e in seen if e["event"] == "drop settled"]
+    assert (settled["pr"], settled["outcome"]) == (pr.number, drop.outcome)

@@ -21,6 +21,7 @@ from landbot.core.model import Outcome, Source, TriageClass
 from landbot.core.reasons import REASONS
 from landbot.land.model import AnnounceFix, Cap, HandBack, Requeue, RunFixer, Status
 from landbot.store import Store
+from landbot.store.store import CHECK_NAME_CHARS, TEST_ID_CHARS
 from landbot.store.tables import metadata
 from landbot.web.app import MAX_HEADER_VALUE
 
@@ -127,6 +128,14 @@ LONGEST: dict[tuple[str, str], str] = {
         ["push", "requeue", "fixer_run", "head", "reset", *(f"cap:{c}" for c in get_args(Cap))]
     ),
     ("pr_actions", "sha"): SHA,
+    # triage/gather.py weigh_flaky: record_test_failures (longer ids and names are skipped
+    # by the store, see test_an_overlong_test_id_is_skipped), record_retry, record_merged
+    ("test_failures", "repo"): REPO,
+    ("test_failures", "test"): "t" * TEST_ID_CHARS,
+    ("test_failures", "check_name"): "c" * CHECK_NAME_CHARS,
+    ("test_failures", "head_sha"): SHA,
+    ("test_failures", "sha"): SHA,
+    ("test_failures", "retry"): longest(["pending", "passed", "failed"]),
 }
 
 
@@ -222,12 +231,29 @@ def test_the_longest_values_are_stored_and_read_back(store: Store) -> None:
         status=v[("merge_groups", "status")],
     )
     store.add_group_failure(REPO, SHA, {"kind": "check_run", "id": 2**63 - 1}, pr=PR, head_ref="")
+    test, check = v[("test_failures", "test")], v[("test_failures", "check_name")]
+    assert store.record_test_failures(
+        repo=REPO, pr=PR, head_sha=SHA, sha=SHA, failures={check: [test]}, drop_id=drop_id
+    )
+    other = "e" * 40
+    assert store.record_retry(
+        repo=REPO, pr=PR, head_sha=SHA, sha=other, passed=[], failed={check: [test]}
+    )
+    assert _column(store, "test_failures", "retry") == ["failed"]
+    store.record_test_failures(
+        repo=REPO, pr=PR, head_sha=SHA, sha=other, failures={check: [test]}, drop_id=drop_id
+    )
+    assert store.record_retry(
+        repo=REPO, pr=PR, head_sha=SHA, sha="d" * 40, passed=[check], failed={}
+    )
+    assert sorted(_column(store, "test_failures", "retry")) == ["failed", "passed"]
 
     for (table, column), value in sorted(LONGEST.items()):
         # Leases end and statuses move on: those were checked when written, above.
         written_before = column == "lease_owner" or (table, column) in {
             ("deliveries", "status"),
             ("actions", "status"),
+            ("test_failures", "retry"),
         }
         if not written_before:
             assert value in _column(store, table, column), f"{table}.{column}"
@@ -260,3 +286,18 @@ def test_a_lookup_by_a_longer_value_finds_nothing_on_both_backends(store: Store)
     store.spend(REPO, PR, SHA, requeues=1)
     assert store.budget(REPO, PR, SHA).requeues == 1  # the control
     assert store.budget(REPO + "x" * 100, PR, SHA).requeues == 0
+
+
+def test_an_overlong_test_id_is_skipped(store: Store) -> None:
+    """A test id or check name past the ledger's key lengths is not a useful key: the store
+    skips it (on both backends) and keeps the rest; the control is one character shorter."""
+    ok, too_long = "t" * TEST_ID_CHARS, "t" * (TEST_ID_CHARS + 1)
+    added = store.record_test_failures(
+        repo=REPO,
+        pr=PR,
+        head_sha=SHA,
+        sha=SHA,
+        failures={"check": [ok, too_long], "c" * (CHECK_NAME_CHARS + 1): ["x"]},
+    )
+    assert added == 1
+    assert _column(store, "test_failures", "test") == [ok]

@@ -162,3 +162,35 @@ def test_sqlite_runs_in_wal_mode(tmp_path: Path) -> None:
     store = Store.open(f"sqlite:///{tmp_path / 'w.db'}")
     with store.engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+
+
+def test_0006_adds_the_ledger_to_a_database_with_rows_and_goes_back(empty_url: str) -> None:
+    """A database at 0005 holding a drop upgrades in place to the flaky-test ledger; the
+    ledger is usable at once, and 0006 downgrades to 0005 keeping the drop."""
+    engine = db.make_engine(empty_url)
+    db.upgrade(engine, "0005")
+    now = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=dt.UTC)
+    with engine.begin() as conn:
+        assert "test_failures" not in sa.inspect(conn).get_table_names()
+        conn.execute(
+            sa.text(
+                "INSERT INTO drops (repo, pr, head_sha, reason, source, dedupe_key, outcome,"
+                " observed_at, created_at, updated_at) VALUES ('o/r', 7, :sha, 'failed_checks',"
+                " 'webhook', 'k7', 'requeued', :t, :t, :t)"
+            ),
+            {"sha": "a" * 40, "t": now},
+        )
+    engine.dispose()
+    store = Store.open(empty_url)
+    assert db.current_revision(store.engine) == db.head_revision()
+    assert store.record_test_failures(
+        repo="o/r", pr=7, head_sha="a" * 40, sha="b" * 40, failures={"test": ["t::x"]}
+    )
+    assert store.record_merged("o/r", 7) == 1  # the drop 0005 held was a re-enqueue
+    [top] = store.flakiest_tests(since=now)
+    assert (top.test, top.passed_prs) == ("t::x", (7,))
+    _downgrade(store.engine, "0005")
+    with store.engine.connect() as conn:
+        assert "test_failures" not in sa.inspect(conn).get_table_names()
+    assert [d.pr for d in store.drops()] == [7]
+    store.close()

@@ -31,13 +31,13 @@ def test_json_is_exactly_the_contract(tmp_path: Path) -> None:
     assert result["step"] == (
         'Run landbot quest check --base "origin/$GITHUB_BASE_REF" --branch "$GITHUB_HEAD_REF"'
     )
-    assert result["error_lines"] == [107, 108, 109]
-    assert result["excerpt"][0] == {
+    assert result["error_lines"] == [107, 108]
+    assert result["excerpt"][1] == {  # [0] is the step's `Run …` header (line 97)
         "line": 106,
         "text": "quest: quest/m0/opencode-sdk.md: (already on the base) link to missing file "
         "quest/m0/kix/old.md",
     }
-    assert [item["line"] for item in result["excerpt"]] == [106, 107, 108, 109]
+    assert [item["line"] for item in result["excerpt"]] == [97, 106, 107, 108, 109]
 
 
 @pytest.mark.parametrize("name", ["success.log", "operation-canceled.log", "pytest-genuine.log"])
@@ -64,6 +64,7 @@ def test_readable_output(tmp_path: Path) -> None:
     text = out.stdout
     assert text.startswith("oom-137.log: infrastructure (not the pull request's fault)")
     assert "step: Run pytest -q -n 2 tests/test_reports.py (section at line 97)" in text
+    assert "step chosen by: the log alone" in text
     assert "error lines: 113, 114" in text
     assert "evidence: out-of-memory at line 113:" in text
     assert "  114 │ ##[error]Process completed with exit code 137." in text
@@ -142,4 +143,19 @@ def test_a_pipe_is_read_as_a_stream(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
-    assert (result["class"], result["error_lines"]) == ("flaky", [88, 98])
+    assert (result["class"], result["error_lines"]) == ("flaky", [88])
+
+
+def test_readable_output_names_a_composites_failing_step(tmp_path: Path) -> None:
+    # cpp/godot-precommit-clang-format.log: the step is pre-commit/action; the text form
+    # also says which of its steps failed (the JSON's `step` stays the action's).
+    log = Path(__file__).parent / "real" / "cpp" / "godot-precommit-clang-format.log"
+    out = landbot("triage", "log", str(log), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "  step: Run pre-commit/action@v3.0.1 (section at line 178)" in out.stdout
+    assert "failing step of the composite action: Run pre-commit run --show-diff" in out.stdout
+    result = json.loads(landbot("triage", "log", str(log), "--json", cwd=tmp_path).stdout)
+    assert result["step"] == "Run pre-commit/action@v3.0.1"
+    # Control: a step of the job's own says no more than its title.
+    plain = landbot("triage", "log", str(FIXTURES / "pytest-genuine.log"), cwd=tmp_path)
+    assert "composite action" not in plain.stdout

@@ -18,7 +18,8 @@ from landbot.core.model import Drop
 from landbot.errors import LandbotError
 from landbot.github.client import GitHubClient
 from landbot.github.errors import GitHubError, NotFound, RateLimited, ServerError
-from landbot.github.models import CheckRun, Job, QueueEvent, Step, WorkflowRun
+from landbot.github.models import Annotation, CheckRun, Job, QueueEvent, Step, WorkflowRun
+from landbot.store.records import LedgerTest
 from landbot.triage.gather import (
     Gatherer,
     find_group_commit,
@@ -108,12 +109,36 @@ class MemoryGitHub:
 
 
 class MemoryStore:
-    def __init__(self, groups: list[tuple[str, str | None]] = ()) -> None:  # type: ignore[assignment]
+    def __init__(
+        self,
+        groups: list[tuple[str, str | None]] = (),  # type: ignore[assignment]
+        ledger: dict[tuple[str, str], LedgerTest] | None = None,
+    ) -> None:
         self.groups = [
             SimpleNamespace(head_sha=sha, base_ref=base, head_ref="", base_sha=None)
             for sha, base in groups
         ]
         self.updates: list[dict[str, Any]] = []
+        # The flaky-test ledger: what it answers, and what triage told it.
+        self.records = ledger or {}
+        self.asked: list[tuple[str, str]] = []
+        self.failures: list[dict[str, Any]] = []
+        self.retries: list[dict[str, Any]] = []
+
+    def record_retry(self, **kw: Any) -> int:
+        self.retries.append(kw)
+        return 0
+
+    def ledger(
+        self, repo: str, tests: Any, *, since: Any, exclude_pr: int | None = None
+    ) -> dict[tuple[str, str], LedgerTest]:
+        wanted = list(tests)
+        self.asked += wanted
+        return {k: v for k, v in self.records.items() if k in wanted and exclude_pr not in v.prs}
+
+    def record_test_failures(self, **kw: Any) -> int:
+        self.failures.append(kw)
+        return sum(len(t) for t in kw["failures"].values())
 
     def groups_for(self, repo: str, pr: int) -> list[Any]:
         return self.groups
@@ -192,10 +217,11 @@ def test_logs_are_explained_with_the_steps_and_the_group_is_recorded() -> None:
     gh = MemoryGitHub(checks={GROUP: [check(11, "build")]}, logs={11: npm_log()})
     store = MemoryStore([(GROUP, "main")])
     ev = Gatherer()(gh, store, drop())  # type: ignore[arg-type]
-    # A flaky failure is re-enqueued: the PRs ahead (a listing of runs) are not read for it.
-    assert gh.calls == ["check_runs b", "job 11", "job_log 11"]
+    # A flaky failure is re-enqueued: the PRs ahead (a listing of runs) are not read for it;
+    # the PR's own head is (its check failing there too would make it genuine).
+    assert gh.calls == ["check_runs b", "job 11", "job_log 11", "check_runs a"]
     [j] = ev.jobs
-    assert (j.class_, j.step, j.error_lines) == ("flaky", "Run npm ci", (88, 98))
+    assert (j.class_, j.step, j.error_lines) == ("flaky", "Run npm ci", (88,))
     assert "step 'Install dependencies'" in j.summary  # the step's name from the jobs API
     assert ev.triage_class == "flaky" and store.updates == [{"merge_group_sha": GROUP}]
 
@@ -219,6 +245,7 @@ def test_jobs_of_one_run_are_listed_once() -> None:
         "run_jobs 7",
         "job_log 11",
         "job_log 12",
+        "check_runs a",  # once for both flaky jobs
     ]
 
 
@@ -313,3 +340,318 @@ def test_a_conflict_without_settings_is_refused_before_any_call() -> None:
     with pytest.raises(LandbotError, match="needs the settings"):
         Gatherer()(gh, MemoryStore(), conflict)  # type: ignore[arg-type]
     assert gh.calls == []
+
+
+# --- positive evidence for flaky (triage/flaky.py) ------------------------------------------
+
+PYTEST_TESTS = (
+    "tests/test_pricing.py::test_bulk_discount",
+    "tests/test_pricing.py::test_coupon_expired",
+)
+
+
+def pytest_log() -> bytes:
+    return (FIXTURES / "pytest-genuine.log").read_bytes()
+
+
+def flaky_record(test: str, check_name: str = "test", prs: tuple[int, ...] = (7, 8)) -> LedgerTest:
+    import datetime as dt
+
+    now = dt.datetime.now(dt.UTC)
+    return LedgerTest(REPO, test, check_name, len(prs), prs, prs, len(prs), now, now)
+
+
+def known_flaky(*tests: str, **kw: Any) -> dict[tuple[str, str], LedgerTest]:
+    return {("test", t): flaky_record(t, **kw) for t in tests}
+
+
+def test_the_ledger_makes_a_genuine_looking_failure_flaky() -> None:
+    gh = MemoryGitHub(checks={GROUP: [check(11)], HEAD: []}, logs={11: pytest_log()})
+    store = MemoryStore([(GROUP, "main")], ledger=known_flaky(*PYTEST_TESTS))
+    ev = Gatherer()(gh, store, drop())  # type: ignore[arg-type]
+    [j] = ev.jobs
+    assert (j.class_, j.log_class, j.failed_tests) == ("flaky", "genuine", PYTEST_TESTS)
+    assert "failed in 2 other pull requests in the last 7 days and passed on retry" in (
+        j.flaky_evidence
+    )
+    # The reason leads with the evidence (clipped, as every reason is, at its length).
+    assert ev.triage_class == "flaky" and j.flaky_evidence[:100] in ev.triage_reason
+    # The head is read (absent there: no evidence either way); no PRs-ahead listing for a
+    # re-enqueue. The ledger was asked about both tests, excluding this PR's own failures.
+    assert gh.calls == ["check_runs b", "job 11", "job_log 11", "check_runs a"]
+    assert store.asked == [("test", t) for t in PYTEST_TESTS]
+    # This failure joins the ledger, and this group is the retry of the head's earlier ones.
+    [rec] = store.failures
+    assert (rec["sha"], rec["pr"], rec["head_sha"], rec["failures"]) == (
+        GROUP,
+        5,
+        HEAD,
+        {"test": PYTEST_TESTS},
+    )
+    [retry] = store.retries
+    assert (retry["sha"], retry["passed"], retry["failed"]) == (
+        GROUP,
+        set(),
+        {"test": PYTEST_TESTS},
+    )
+
+
+def test_control_without_ledger_evidence_it_stays_genuine_and_the_head_is_not_read() -> None:
+    gh = MemoryGitHub(checks={GROUP: [check(11)], HEAD: []}, logs={11: pytest_log()})
+    # Only one of the two failed tests is known flaky: the other is new, so the job is not.
+    store = MemoryStore([(GROUP, "main")], ledger=known_flaky(PYTEST_TESTS[0]))
+    ev = Gatherer()(gh, store, drop())  # type: ignore[arg-type]
+    [j] = ev.jobs
+    assert (j.class_, j.log_class, j.flaky_evidence) == ("genuine", None, "")
+    assert "check_runs a" not in gh.calls
+
+
+def test_a_failure_without_a_passed_retry_is_no_evidence() -> None:
+    gh = MemoryGitHub(checks={GROUP: [check(11)]}, logs={11: pytest_log()})
+    never_passed = {
+        k: LedgerTest(REPO, k[1], "test", 3, (7, 8, 9), (), 0, v.first_seen, v.last_seen)
+        for k, v in known_flaky(*PYTEST_TESTS).items()
+    }
+    ev = Gatherer()(gh, MemoryStore([(GROUP, "main")], ledger=never_passed), drop())  # type: ignore[arg-type]
+    assert ev.triage_class == "genuine"
+
+
+def test_the_same_failure_on_the_prs_own_head_is_genuine_whatever_the_ledger_says() -> None:
+    head_run = check(21)  # the same check, run on the PR head (pull_request event)
+    gh = MemoryGitHub(
+        checks={GROUP: [check(11)], HEAD: [head_run]}, logs={11: pytest_log(), 21: pytest_log()}
+    )
+    store = MemoryStore([(GROUP, "main")], ledger=known_flaky(*PYTEST_TESTS))
+    ev = Gatherer()(gh, store, drop())  # type: ignore[arg-type]
+    [j] = ev.jobs
+    assert (j.class_, j.log_class) == ("genuine", None)
+    assert j.flaky_evidence.startswith("it failed the same way (`tests/test_pricing.py::")
+    assert "on the pull request's own head aaaaaaa" in j.flaky_evidence
+    assert ev.triage_class == "genuine"
+    # The head's log is read to compare the tests; then the PRs ahead, for the hand-back.
+    assert gh.calls == [
+        "check_runs b",
+        "job 11",
+        "job_log 11",
+        "check_runs a",
+        "job_log 21",
+        "merge_group_runs",
+    ]
+
+
+def test_the_head_failing_other_tests_is_not_the_same_failure() -> None:
+    vitest = (FIXTURES / "vitest-genuine.log").read_bytes()
+    gh = MemoryGitHub(
+        checks={GROUP: [check(11)], HEAD: [check(21)]}, logs={11: pytest_log(), 21: vitest}
+    )
+    store = MemoryStore([(GROUP, "main")], ledger=known_flaky(*PYTEST_TESTS))
+    ev = Gatherer()(gh, store, drop())  # type: ignore[arg-type]
+    [j] = ev.jobs
+    assert j.class_ == "flaky"  # the ledger's evidence stands
+    assert "passed on retry" in j.flaky_evidence
+
+
+def test_words_that_say_flaky_are_genuine_when_the_head_fails_the_same_check() -> None:
+    gh = MemoryGitHub(
+        checks={GROUP: [check(11, "build")], HEAD: [check(21, "build")]},
+        logs={11: npm_log(), 21: npm_log()},
+    )
+    ev = Gatherer()(gh, MemoryStore([(GROUP, "main")]), drop())  # type: ignore[arg-type]
+    [j] = ev.jobs
+    assert (j.class_, j.log_class) == ("genuine", "flaky")
+    assert "on the pull request's own head aaaaaaa" in j.flaky_evidence
+    # No test named on either side: the same check failing is the same failure; its log
+    # is not read (nothing to compare).
+    assert "job_log 21" not in gh.calls
+
+
+def test_words_that_say_flaky_stay_flaky_when_the_head_passed() -> None:
+    gh = MemoryGitHub(
+        checks={GROUP: [check(11, "build")], HEAD: [check(21, "build", conclusion="success")]},
+        logs={11: npm_log()},
+    )
+    ev = Gatherer()(gh, MemoryStore([(GROUP, "main")]), drop())  # type: ignore[arg-type]
+    [j] = ev.jobs
+    assert (j.class_, j.log_class) == ("flaky", None)
+    assert j.flaky_evidence == "the same check passed on the pull request's own head aaaaaaa"
+    assert j.flaky_evidence in ev.triage_reason
+
+
+class FailingHeadGitHub(MemoryGitHub):
+    """GitHub refusing the head's check runs (a token without checks: read)."""
+
+    def check_runs(self, repo: str, ref: str) -> list[CheckRun]:
+        if ref == HEAD:
+            self.calls.append("check_runs a (403)")
+            raise GitHubError(403, "Resource not accessible by integration")
+        return super().check_runs(repo, ref)
+
+
+@pytest.mark.parametrize("words", ["flaky", "ledger"])
+def test_a_github_error_on_the_head_is_no_evidence_not_another_class(words: str) -> None:
+    log = npm_log() if words == "flaky" else pytest_log()
+    ledger = known_flaky(*PYTEST_TESTS) if words == "ledger" else None
+    gh = FailingHeadGitHub(checks={GROUP: [check(11)]}, logs={11: log})
+    ev = Gatherer()(gh, MemoryStore([(GROUP, "main")], ledger=ledger), drop())  # type: ignore[arg-type]
+    assert ev.triage_class == "flaky"  # as without the head: the words, or the ledger
+    assert "check_runs a (403)" in gh.calls
+
+
+def test_a_github_error_on_the_heads_log_keeps_the_same_check_failing() -> None:
+    gone = GitHubError(403, "forbidden")
+    gh = MemoryGitHub(
+        checks={GROUP: [check(11)], HEAD: [check(21)]}, logs={11: pytest_log(), 21: gone}
+    )
+    store = MemoryStore([(GROUP, "main")], ledger=known_flaky(*PYTEST_TESTS))
+    ev = Gatherer()(gh, store, drop())  # type: ignore[arg-type]
+    # The listing said the check failed on the head; the log could not say which tests:
+    # the same check failing is still the same failure (never flaky on a guess).
+    assert ev.triage_class == "genuine"
+
+
+def test_a_cancelled_or_infrastructure_job_is_not_weighed() -> None:
+    log = (FIXTURES / "runner-shutdown.log").read_bytes()
+    gh = MemoryGitHub(checks={GROUP: [check(11)], HEAD: [check(21)]}, logs={11: log})
+    ev = Gatherer()(gh, MemoryStore([(GROUP, "main")]), drop())  # type: ignore[arg-type]
+    assert ev.triage_class == "infrastructure"
+    assert "check_runs a" not in gh.calls
+
+
+# --- check-run annotations -----------------------------------------------------------------
+
+
+@dataclass
+class AnnotatingGitHub(MemoryGitHub):
+    annotations: dict[int, list[Annotation] | GitHubError] = field(default_factory=dict)
+
+    def check_run_annotations(self, repo: str, check_run_id: int) -> list[Annotation]:
+        self.calls.append(f"annotations {check_run_id}")
+        found = self.annotations.get(check_run_id, [])
+        if isinstance(found, GitHubError):
+            raise found
+        return found
+
+
+def annotated(job_id: int, count: int, name: str = "test") -> CheckRun:
+    base = check(job_id, name)
+    return CheckRun(
+        base.id,
+        base.name,
+        base.status,
+        base.conclusion,
+        base.html_url,
+        base.details_url,
+        base.app_slug,
+        None,
+        None,
+        annotations_count=count,
+    )
+
+
+EXIT = Annotation(".github", 1, "failure", "Process completed with exit code 1.")
+
+
+def test_annotations_are_read_only_where_they_can_change_the_answer() -> None:
+    success = (FIXTURES / "success.log").read_bytes()  # the log names no failure
+    gh = AnnotatingGitHub(
+        checks={GROUP: [annotated(11, 1), annotated(12, 1, "b")]},
+        logs={11: success, 12: pytest_log()},
+        annotations={11: [EXIT]},
+    )
+    Gatherer()(gh, MemoryStore([(GROUP, "main")]), drop())  # type: ignore[arg-type]
+    # Job 11's log explains nothing: its annotations are read. Job 12's log names its
+    # failing tests: one call would change nothing, so none is made.
+    assert "annotations 11" in gh.calls and "annotations 12" not in gh.calls
+
+
+def test_a_check_without_annotations_costs_no_call() -> None:
+    success = (FIXTURES / "success.log").read_bytes()
+    gh = AnnotatingGitHub(checks={GROUP: [annotated(11, 0)]}, logs={11: success})
+    Gatherer()(gh, MemoryStore([(GROUP, "main")]), drop())  # type: ignore[arg-type]
+    assert not [c for c in gh.calls if c.startswith("annotations")]
+
+
+def test_annotations_outlive_a_log_github_no_longer_serves() -> None:
+    gh = AnnotatingGitHub(
+        checks={GROUP: [annotated(11, 1)]},
+        logs={11: NotFound(404, "gone")},
+        annotations={11: [EXIT]},
+    )
+    ev = Gatherer()(gh, MemoryStore([(GROUP, "main")]), drop())  # type: ignore[arg-type]
+    assert "annotations 11" in gh.calls
+    [j] = ev.jobs
+    # An exit code alone names no cause: still "GitHub did not serve its log".
+    assert j.summary == "GitHub did not serve its log (404)"
+
+
+def test_a_github_error_on_annotations_is_no_evidence() -> None:
+    success = (FIXTURES / "success.log").read_bytes()
+    ok = AnnotatingGitHub(checks={GROUP: [annotated(11, 1)]}, logs={11: success})
+    refused = AnnotatingGitHub(
+        checks={GROUP: [annotated(11, 1)]},
+        logs={11: success},
+        annotations={11: GitHubError(403, "forbidden")},
+    )
+    control = Gatherer()(ok, MemoryStore([(GROUP, "main")]), drop())  # type: ignore[arg-type]
+    ev = Gatherer()(refused, MemoryStore([(GROUP, "main")]), drop())  # type: ignore[arg-type]
+    assert "annotations 11" in refused.calls
+    assert ev.triage_class == control.triage_class and ev.jobs == control.jobs
+
+
+# --- the step the jobs API chose -------------------------------------------------------------
+
+
+def test_the_line_link_and_the_command_follow_the_step_the_jobs_api_chose() -> None:
+    # The log alone blames its first failing step (a `continue-on-error` lint); the jobs API
+    # says it succeeded and the tests failed: the link and the command are the tests'.
+    from .conftest import SET_UP, gh_log, run_step
+
+    lines = [
+        *SET_UP,
+        *run_step(
+            "npm run lint", "src/a.js: 3 problems", "##[error]Process completed with exit code 1."
+        ),
+        *run_step("npm test", "FAIL src/a.test.js", "##[error]Process completed with exit code 2."),
+        "Post job cleanup.",
+    ]
+    steps = (
+        Step(1, "Set up job", "completed", "success"),
+        Step(2, "Lint", "completed", "success"),
+        Step(3, "Test", "completed", "failure"),
+        Step(4, "Complete job", "completed", "success"),
+    )
+
+    class WithSteps(MemoryGitHub):
+        def job(self, repo: str, job_id: int) -> Job:
+            self.calls.append(f"job {job_id}")
+            return Job(job_id, 7, "test", "completed", "failure", None, steps)
+
+    gh = WithSteps(checks={GROUP: [check(11, "test")]}, logs={11: gh_log(lines)})
+    ev = Gatherer()(gh, MemoryStore([(GROUP, "main")]), drop())  # type: ignore[arg-type]
+    [j] = ev.jobs
+    header = lines.index("##[group]Run npm test") + 1
+    error = lines.index("##[error]Process completed with exit code 2.") + 1
+    assert (j.step, j.run) == ("Run npm test", "npm test")
+    assert j.line_url == f"{check(11).html_url}#step:3:{error - header + 1}"
+    # Control: the same log with the jobs API agreeing with the log (the lint failed).
+    steps = (*steps[:1], Step(2, "Lint", "completed", "failure"), *steps[2:])
+    gh = WithSteps(checks={GROUP: [check(11, "test")]}, logs={11: gh_log(lines)})
+    ev = Gatherer()(gh, MemoryStore([(GROUP, "main")]), drop())  # type: ignore[arg-type]
+    [j] = ev.jobs
+    lint = lines.index("##[group]Run npm run lint") + 1
+    first = lines.index("##[error]Process completed with exit code 1.") + 1
+    assert (j.step, j.run) == ("Run npm run lint", "npm run lint")
+    assert j.line_url == f"{check(11).html_url}#step:2:{first - lint + 1}"
+
+
+def test_the_command_of_a_composites_failing_step_is_its_own_script() -> None:
+    from landbot.triage.gather import run_script
+    from landbot.triage.log import parse_log
+
+    # cpp/godot-precommit-clang-format.log 178-371: the step is `pre-commit/action`, the
+    # command to re-run is its failing inner step's script, not the action's name.
+    log = Path(__file__).parent / "real" / "cpp" / "godot-precommit-clang-format.log"
+    parsed = parse_log(b"".join(log.read_bytes().splitlines(keepends=True)[177:371]))
+    assert parsed.step_title == "Run pre-commit/action@v3.0.1"
+    assert run_script(parsed).startswith("pre-commit run --show-diff-on-failure --color=always")
+    assert "pre-commit/action" not in run_script(parsed)

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from landbot.triage import explain_log, parse_log
+from landbot.triage.log import choose_section
 
 from .conftest import stamp
 
@@ -58,7 +59,25 @@ LINE = st.one_of(
             "npm ERR! code ECONNRESET",
             "No space left on device",
             '{"result": "cancelled"}',
+            "Complete job name: changelog-check",
+            "Job defined at: o/r/.github/workflows/labels.yml@refs/heads/main",
+            "##[group]Run o/r/sub@v1",
+            "##[group]Run /home/runner/work/_actions/o/r/v1/sub/run.sh",
+            "src/a.c:1:2: error: expected ';'",
+            "panic: test timed out after 1s",
+            "Error: connect ECONNREFUSED 10.0.0.1:443",
             "\x1b[31mred\x1b[0m",
+            # Composite actions: an action's inputs, the runner's preparation, shells,
+            # and the 2026 runner's composite markers.
+            "##[group]Run ./.github/actions/setup",
+            "with:",
+            "  node-version: 18",
+            "env:",
+            "Prepare all required actions",
+            "shell: /usr/bin/bash -e {0}",
+            "shell: /usr/bin/bash --noprofile --norc -e -o pipefail {0}",
+            "##[start-action display=Run npm ci;id=__self.__run]",
+            "##[end-action id=__self.__run;outcome=failure;conclusion=failure;duration_ms=9]",
             "",
         ]
     ),
@@ -135,6 +154,23 @@ def test_chunking_does_not_change_the_explanation(data: bytes, cuts: list[int]) 
 
 
 @SETTINGS
+@given(data=logs(), cuts=st.lists(st.integers(min_value=0), max_size=10))
+def test_chunking_does_not_change_which_steps_are_a_composites(
+    data: bytes, cuts: list[int]
+) -> None:
+    whole, chunked = parse_log(data), parse_log(split(data, cuts))
+    assert chunked.inner_headers == whole.inner_headers
+    assert [(s.title, s.line, s.inner_title) for s in chunked.sections] == [
+        (s.title, s.line, s.inner_title) for s in whole.sections
+    ]
+    # A composite's step is after the composite's header, and is one the log shows.
+    assert whole.inner_headers <= {line for line, _title in whole.headers}
+    for s in whole.sections:
+        if s.inner_title is not None:
+            assert s.line is not None and s.line < s.start
+
+
+@SETTINGS
 @given(data=logs())
 def test_the_bound_does_not_move_the_error(data: bytes) -> None:
     small = parse_log(data, max_bytes=64)
@@ -158,3 +194,31 @@ def test_invalid_utf8_without_final_newline(body: bytes, invalid: bytes) -> None
     assert parsed.line_count == line_count(data)
     assert parsed.first_error == line_count(data)
     assert parsed.region[-1].text.startswith("##[error]bad ")
+
+
+@SETTINGS
+@given(
+    data=logs(),
+    cuts=st.lists(st.integers(min_value=0), max_size=10),
+    max_bytes=st.integers(min_value=1, max_value=4000),
+)
+def test_every_kept_section_holds_its_error_in_file_order(
+    data: bytes, cuts: list[int], max_bytes: int
+) -> None:
+    parsed = parse_log(split(data, cuts), max_bytes=max_bytes, context_lines=30)
+    starts = [s.start for s in parsed.sections]
+    assert starts == sorted(set(starts))
+    for i, section in enumerate(parsed.sections):
+        numbers = [line.number for line in section.region]
+        assert numbers == sorted(set(numbers))
+        assert section.first_error in numbers
+        assert section.start <= section.first_error <= max(section.end, section.start)
+        chosen = parsed.with_section(i)
+        assert (chosen.first_error, chosen.chosen) == (section.first_error, i)
+    assert parsed.chosen == choose_section(parsed.sections)
+    # Which steps failed does not depend on the bound (while no section is dropped).
+    large = parse_log(data)
+    if not large.sections_dropped:
+        assert [(s.start, s.first_error) for s in parsed.sections] == [
+            (s.start, s.first_error) for s in large.sections
+        ]

@@ -145,7 +145,9 @@ def client_for(store: Store) -> Callable[..., TestClient]:
     """A TestClient for an app built with the given settings (and the test's store)."""
 
     def build(settings: Settings | None = None, **kw: Any) -> TestClient:
-        return TestClient(create_app(settings or make_settings(), store, **kw))
+        # A loopback peer: without a token, the dashboard and /metrics answer no other.
+        app = create_app(settings or make_settings(), store, **kw)
+        return TestClient(app, client=("127.0.0.1", 50000))
 
     return build
 

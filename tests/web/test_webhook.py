@@ -250,6 +250,7 @@ def test_a_store_failure_is_not_acknowledged(tmp_path: Path) -> None:
     from landbot.web.app import create_app
 
     home = tmp_path / "db"
+    home.mkdir()  # Store.open creates no folder
     broken = Store.open(f"sqlite:///{home / 'landbot.db'}")
     client = TestClient(create_app(make_settings(), broken))
     assert client.post("/webhook", content=BODY, headers=headers_for(BODY)).status_code == 202
