@@ -15,7 +15,8 @@ per log, written by reading the log (see tests/triage/real/README.md):
 
 A log is scored on three points, from the log alone (as `landbot triage log FILE`):
 
-- class: the class given is one of `classes`;
+- class: the class given is one of `classes` (the table also shows how often it is the
+  first, the labeller's best reading);
 - step: the step title given is `step` (whitespace-normalised; none when `step` is "");
 - lines: every `see` line is in the excerpt, at least one `see` line is an error line,
   and no `not_report` line is an error line.
@@ -75,6 +76,8 @@ class Score:
     lines_ok: bool
     got_class: str
     got_step: str | None
+    first_ok: bool = False
+    """The class is the label's first (best) reading, not only an accepted one."""
     why: list[str] = field(default_factory=list)
 
     @property
@@ -180,7 +183,10 @@ def score(label: Label, e: LogExplanation, mode: str) -> Score:
         why.append(f"no must-see line among the error lines {sorted(errors)[:8]}")
     if bad:
         why.append(f"reported lines that must not be: {bad[:8]}")
-    return Score(label, mode, class_ok, step_ok, lines_ok, e.class_, got_step, why)
+    first_ok = e.class_ == label.classes[0]
+    return Score(
+        label, mode, class_ok, step_ok, lines_ok, e.class_, got_step, first_ok=first_ok, why=why
+    )
 
 
 def run(labels: Sequence[Label]) -> list[Score]:
@@ -200,6 +206,7 @@ def totals(scores: Sequence[Score]) -> dict[str, float]:
     return {
         "logs": len(scores),
         "class": sum(s.class_ok for s in scores) / n,
+        "first": sum(s.first_ok for s in scores) / n,
         "step": sum(s.step_ok for s in scores) / n,
         "lines": sum(s.lines_ok for s in scores) / n,
         "all": sum(s.all_ok for s in scores) / n,
@@ -207,12 +214,15 @@ def totals(scores: Sequence[Score]) -> dict[str, float]:
 
 
 def table(scores: Sequence[Score]) -> str:
-    rows = ["| ecosystem | logs | class | step | lines | all three |", "|---|---|---|---|---|---|"]
+    rows = [
+        "| ecosystem | logs | class | class (first choice) | step | lines | all three |",
+        "|---|---|---|---|---|---|---|",
+    ]
 
     def row(name: str, group: Sequence[Score]) -> str:
         t = totals(group)
         return (
-            f"| {name} | {t['logs']} | {t['class']:.0%} | {t['step']:.0%} | "
+            f"| {name} | {t['logs']} | {t['class']:.0%} | {t['first']:.0%} | {t['step']:.0%} | "
             f"{t['lines']:.0%} | {t['all']:.0%} |"
         )
 

@@ -20,12 +20,14 @@ limit also shows an exit code and maybe failed tests that are only its consequen
     ``quest:`` findings                                     -> policy
     a gate on the pull request itself (title, labels, changelog, milestone,
         DCO sign-off, "allow edits"): said by its error, the gate's action, its
-        jobs API name, or the job's name or workflow file (not when its script
-        crashed on an API call)                             -> policy
+        jobs API name, or the job's name or workflow file (not when a test, a
+        tool's diagnostic or the script itself failed)     -> policy
     network error reaching a package registry, or a container registry failing
         to serve a layer                                    -> flaky
-    DNS or connection failure at the step's end; with failed tests, one reaching
-        a remote host and no failed assertion; a test that passed on retry -> flaky
+    DNS or connection failure at the step's end, never to the job's own machine
+        (localhost) nor after another failure; with failed tests, one reaching a
+        remote host and no other error a test stated; a test that passed on
+        retry                                               -> flaky
     failed tests, a traceback, any other error              -> genuine
 
 The signatures themselves are in signatures.py, in this order (``SIGNATURES``).

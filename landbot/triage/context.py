@@ -174,23 +174,30 @@ _TOLERABLE = frozenset({"compiler-error", "tool-error", "shell-error", "pip-erro
 def _tolerated(index: TextIndex, marks: dict[int, Mark]) -> list[int]:
     """Errors a ``set -x`` script went on after: an xtrace line (``+ cmd``) between such an
     error and a later failure line shows the script handled it (``git branch -D x ||
-    echo …``), so the later failure is what stopped the step."""
+    echo …``), so the later failure is what stopped the step.
+
+    The runner's ``Process completed with exit code N`` is no later failure: it reports
+    the step's end, and an EXIT trap's xtrace lines (``+ cleanup``) come before it
+    whatever stopped the script."""
     traces = [index.lines[i].number for i, _m in grep(index, _XTRACE, ("\n+",))]
     if not traces:
         return []
     failures = sorted(n for n, m in marks.items() if m.kind in FAILURE_KINDS)
+    stated = [n for n in failures if not (marks[n].kind == "error" and is_exit_code(marks[n].text))]
     out: list[int] = []
     for n in failures:
         if marks[n].kind not in _TOLERABLE:
             continue
-        later = next((f for f in failures if f > n), None)
+        later = next((f for f in stated if f > n), None)
         if later is not None and any(n < t < later for t in traces):
             out.append(n)
     return out
 
 
 _GROUP = re.compile(r"^##\[group\](?P<title>.*)$")
-_CLEANUP = re.compile(r"^\s*(?:Terminat|Stop|Kill|Remov|Clean|Tear|Shut|Post\b)", re.IGNORECASE)
+_CLEANUP = re.compile(
+    r"^\s*(?:Terminat|Stop|Kill|Remov|Clean|Tear|Shut|Post\b(?!-))", re.IGNORECASE
+)
 
 
 def _in_cleanup(index: TextIndex, marks: dict[int, Mark]) -> list[int]:

@@ -195,10 +195,17 @@ _HYPOTHETICAL = re.compile(
 _KILLED = re.compile(r"(?:^|\s)Killed\b")
 
 
+# The phrase as a quoted value (``want error "out of memory"``): what a test compares.
+_QUOTED_OOM = re.compile(r"[\"'`][^\"'`]{0,40}\bout of memory\b[^\"'`]{0,40}[\"'`]", re.IGNORECASE)
+
+
 def out_of_memory(view: View) -> Line | None:
     for hit in view.grep(_OOM, _OOM_HINTS, ignore_case=True):
-        if not _HYPOTHETICAL.search(hit.text):
-            return hit
+        if _HYPOTHETICAL.search(hit.text):
+            continue
+        if view.failed_tests and _QUOTED_OOM.search(hit.text):
+            continue  # a failing test's own message quoting the words, not a report
+        return hit
     # The kernel's OOM killer sends SIGKILL: the shell prints `Killed`, exit code 137.
     if view.parsed.exit_code == 137:
         return view.first(_KILLED, ["Killed"])
@@ -267,7 +274,7 @@ ACTION_DOWNLOAD = regex(
 )
 # The Actions cache service (actions/cache's toolkit, buildx's `type=gha` cache, which
 # stores blobs in Azure storage) failed or lost an entry it had just listed.
-CACHE_SERVICE = regex(
+_CACHE_SERVICE = regex(
     r"\b(?:getCacheEntry|reserveCache) failed|Cache service responded with (?:5\d\d|429)|"
     r"\bBlobNotFound\b|The specified blob does not exist",
     "getcacheentry",
@@ -278,7 +285,7 @@ CACHE_SERVICE = regex(
     ignore_case=True,
 )
 # A service refused for load, not for the request: GitHub's API and Docker Hub limits.
-RATE_LIMITED = regex(
+_RATE_LIMITED = regex(
     r"\bAPI rate limit exceeded\b|\bsecondary rate limit\b|\btoomanyrequests\b|"
     r"\bpull rate limit\b|\b429 Too Many Requests\b",
     "rate limit",
@@ -286,6 +293,21 @@ RATE_LIMITED = regex(
     "too many requests",
     ignore_case=True,
 )
+
+
+def _unless_tests_failed(check: Check) -> Check:
+    """`check`, but not when tests failed: a test may exercise a client against such an
+    answer (``test_returns_429``, a storage client's ``BlobNotFound``), and then the words
+    are its own message, not the runner's service failing (as ``server_error``)."""
+
+    def guarded(view: View) -> Line | None:
+        return None if view.failed_tests else check(view)
+
+    return guarded
+
+
+CACHE_SERVICE = _unless_tests_failed(_CACHE_SERVICE)
+RATE_LIMITED = _unless_tests_failed(_RATE_LIMITED)
 
 # A service the step called answered with a server error (HTTP 5xx): its outage, not the
 # change. Read only in the step's own error annotations and the lines a multi-line one
@@ -335,11 +357,16 @@ _GATE_WORDS = (
 )
 _GATE_TEXT = re.compile(_GATE_WORDS, re.IGNORECASE)
 # Action names and job or workflow names of the common gates.
+# Not ``pr-lint`` (a workflow that lints the code of pull requests as often as their
+# titles) nor a bare ``changelog`` (``Generate changelog`` is a release script): a
+# changelog *check*.
 _GATE_NAME = re.compile(
-    r"(?:pr|pull[-_ ]?request)[-_ ]?(?:title|name|lint|labels?)|semantic[-_ ]?pull|"
+    r"(?:pr|pull[-_ ]?request)[-_ ]?(?:title|name|labels?)|semantic[-_ ]?pull|"
     r"enforce[-_ ]?labels?|required?[-_ ]?labels?|labels?[-_ ]?check|"
     r"check[-_ ]?(?:pr[-_ ]?)?labels?|"
-    r"verify[-_ ]?labels?|blocking[-_ ]?labels?|allow[-_ ]?edits|\bdco\b|changelog|milestone|"
+    r"verify[-_ ]?labels?|blocking[-_ ]?labels?|allow[-_ ]?edits|\bdco\b|milestone|"
+    r"changelog[-_ ]?(?:check|lint|verif|valid|requir|entry|guard|enforc)|"
+    r"(?:check|lint|verify|validate|require|enforce)[-_ ]?(?:the[-_ ]?)?changelog|"
     r"sign[-_ ]?off",
     re.IGNORECASE,
 )
@@ -351,25 +378,59 @@ def pr_gate(view: View) -> Line | None:
     """The step is a check of the pull request itself (its title, labels, changelog entry,
     milestone, sign-off, "allow edits"), not of its code.
 
-    Said by the step's own error message (``##[error]Every PR must have at least one label
-    …``), or by the gate's name (the action it runs, its jobs API name, the job's name or
-    its workflow file) when nothing in the step shows a failure of the code (no failed
-    test, no tool's error line near the end).
+    Only when nothing in the step shows a failure of the code: no failed test, no line a
+    recogniser marks as a failure (a compiler's, a linter's, a crash's), no tool's error
+    line near the end. Then said by the step's own error message (``##[error]Every PR
+    must have at least one label …``; not a tool's ``file:line`` diagnostic a problem
+    matcher annotated, nor an exception), or by the gate's name (the action it runs, its
+    jobs API name, the job's name or its workflow file).
     """
+    if _code_failed(view):
+        return None
     for hit in view.grep(_ANY_ERROR, _ERROR_HINT):
-        if _GATE_TEXT.search(hit.text):
+        if _gate_message(hit.text):
             return hit
     parsed = view.parsed
     named = [parsed.step_title or "", view.step_name or ""]
     job = [line for line in (parsed.job_name, parsed.workflow) if line is not None]
-    if view.failed_tests or _tool_errors(view) or view.first(_CRASHED, _CRASH_HINTS):
-        return None
     if any(_GATE_NAME.search(name) for name in named):
         return view.line(parsed.first_error) if parsed.first_error else None
     for line in job:
         if _GATE_NAME.search(_job_part(line.text)):
             return line
     return None
+
+
+# Recognisers' kinds that are no verdict on the code: the bare annotation, quest's.
+_NOT_CODE = frozenset({"error", "quest"})
+# A crash's typed exception (``TypeError: …``, ``KeyError``), not a bare ``Error:`` (what
+# a gate's script throws with its message).
+_TYPED_EXCEPTION = re.compile(r"(?:^|[\s(])(?:[\w$]+\.)*[A-Z]\w*(?:Error|Exception)\b(?::|$)")
+_TYPED_HINTS = ("Error", "Exception")
+# A tool's diagnostic about a file: ``src/a.tsx(12,5): error …``, ``a.py:3:1: …``,
+# ``deployment.yaml: …``, an eslint row ``  12:7  error  …``.
+_DIAGNOSTIC = re.compile(
+    r"^\s*(?:[\w./\\-]+\.\w{1,6}(?:[:(]\d+(?:[:,]\d+)?\)?)?:\s|\d+:\d+\s+(?:error|warning)\b)"
+)
+# Paths and file names are no words of a gate: ``open '…/CHANGELOG.md'``.
+_PATHISH = re.compile(r"[\w.~-]*[/\\][\w./\\~-]*|\b[\w-]+\.(?:md|txt|rst|ya?ml|json|toml)\b")
+
+
+def _code_failed(view: View) -> bool:
+    """A test, a tool or the script itself failed in the step: what failed is code."""
+    if view.failed_tests or _tool_errors(view) or view.first(_CRASHED, _CRASH_HINTS):
+        return True
+    if any(m.kind in FAILURE_KINDS and m.kind not in _NOT_CODE for m in view.marks):
+        return True
+    return view.first(_TYPED_EXCEPTION, _TYPED_HINTS) is not None
+
+
+def _gate_message(annotation: str) -> bool:
+    """An ``##[error]`` that is a gate's message about the pull request."""
+    text = annotation.removeprefix("##[error]")
+    if _DIAGNOSTIC.match(text) or _TYPED_EXCEPTION.search(text):
+        return False
+    return _GATE_TEXT.search(_PATHISH.sub(" ", text)) is not None
 
 
 # A gate says no with its own message (`core.setFailed`); a script that crashed on an API
@@ -389,9 +450,12 @@ def _job_part(text: str) -> str:
     return text.removeprefix("Complete job name: ")
 
 
+# Also an eslint stylish row (``  3:8  error  …``) and a typed exception (``TypeError:
+# …``); a linter's coded rows (``a.py:1:8: F401 …``) are the recognisers' marks.
 _TOOL_ERROR = re.compile(
     r"^(?:\S+:\d+(?::\d+)?: )?(?:error|fatal error)\b|\berror(?:\[\w+\])?: |^E\s|Traceback \(most|"
-    r"\bFAIL(?:ED)?\b|\bpanic:|npm ERR!|BUILD FAILED|\bExceptions?\b",
+    r"\bFAIL(?:ED)?\b|\bpanic:|npm ERR!|BUILD FAILED|\bExceptions?\b|^\s*\d+:\d+\s+error\s|"
+    r"[a-z\d]Error: ",
 )
 _TOOL_HINTS = ("error", "fail", "panic:", "traceback", "npm err!", "exception", "\ne ")
 
@@ -444,15 +508,12 @@ NETWORK_WORDS = (
     "503 Service Unavailable",
     "504 Gateway Time",
 )
-_NETWORK = re.compile("|".join(re.escape(w) for w in NETWORK_WORDS))
-# Failures that name a remote host or its name's resolution: not a test's own assertion.
-_REMOTE = re.compile(
-    r"Temporary failure in name resolution|Name or service not known|nodename nor servname|"
-    r"Could not resolve host|no such host|getaddrinfo|EAI_AGAIN|ENOTFOUND|Failed to connect to|"
-    r"(?:timed out|refused|reset|ETIMEDOUT|ECONNREFUSED|ECONNRESET).{0,80}"
-    r"(?:host=|https?://|\b[\w-]+(?:\.[\w-]+)+:\d+)|"
-    r"(?:host=|https?://|\b[\w-]+(?:\.[\w-]+)+:\d+).{0,80}(?:timed out|refused|reset|ETIMEDOUT|"
-    r"ECONNREFUSED|ECONNRESET)"
+# Not Python's or bash's ``unexpected EOF while parsing`` / ``while looking for matching``:
+# a syntax error, not a connection cut short.
+_NETWORK = re.compile(
+    "|".join(
+        re.escape(w) + (r"(?! while\b)" if w == "unexpected EOF" else "") for w in NETWORK_WORDS
+    )
 )
 _REGISTRY = re.compile(
     r"\bnpm (?:ERR!|error|warn|WARN)|\byarn\b|\bpnpm\b|ERR_PNPM|\bpip\b|pypi\.org|"
@@ -499,43 +560,124 @@ def registry_network(view: View) -> Line | None:
             _REGISTRY.search(lines[j].text) for j in range(max(0, idx - _REGISTRY_NEAR), idx + 1)
         ):
             return lines[idx]
-    # The step itself installs packages; unless tests failed (then the error may be theirs).
+    # The step itself installs packages; unless tests failed (then the error may be theirs)
+    # or the step's own code failed first.
     command = "\n".join((view.parsed.step_title or "", *view.parsed.step_script))
     if _INSTALL.search(command) and not view.failed_tests:
-        return lines[hits[0]]
+        for idx in hits:
+            if not _local(view, idx) and not _failed_before(view, idx):
+                return lines[idx]
     return None
 
 
 # A downloaded archive came truncated or corrupt (a dropped connection mid-download):
 # what fails after it (an emulator that never started, a missing tool) is its consequence.
-DOWNLOAD_CORRUPT = regex(
+# Not ``gzip: stdin: not in gzip format``: that is most often a wrong URL that answered
+# with an HTML page (a release the pull request names that does not exist).
+_ZIP_CORRUPT = regex(
     r"Error on ZipFile|\bunknown archive\b|End-of-central-directory signature not found|"
-    r"zip file (?:is )?(?:truncated|corrupt)|not in gzip format|"
-    r"gzip: stdin: unexpected end of file|tar: Unexpected EOF in archive",
+    r"zip file (?:is )?(?:truncated|corrupt)",
     "zipfile",
     "unknown archive",
     "end-of-central-directory",
     "zip file",
-    "not in gzip format",
+    ignore_case=True,
+)
+# A stream cut short, read straight from a download (``curl -sL … | tar xz``).
+_TRUNCATED = regex(
+    r"gzip: stdin: unexpected end of file|tar: Unexpected EOF in archive",
     "unexpected end of file",
     "unexpected eof in archive",
     ignore_case=True,
 )
+_FETCHES = re.compile(r"\b(?:curl|wget)\b|https?://")
+
+
+def download_corrupt(view: View) -> Line | None:
+    hit = _ZIP_CORRUPT(view)
+    if hit is not None:
+        return hit
+    command = "\n".join((view.parsed.step_title or "", *view.parsed.step_script))
+    return _TRUNCATED(view) if _FETCHES.search(command) else None
 
 
 # A remote host named on the network error's line or next to it (the URL is often on
 # the line above: `Error downloading "https://…":` then `net/http: TLS handshake timeout`).
-_HOST = re.compile(r"https?://[\w.-]+|\bhost='?[\w.-]+|\b[\w-]+(?:\.[\w-]+)+:\d{2,5}\b")
+# A ``name:port`` is a host when its last label is a word that is no source file's
+# extension: ``api.example.com:443``, never pytest's ``tests/test_api.py:12``.
+_SOURCE_EXT = (
+    r"py|pyx|js|mjs|cjs|ts|tsx|jsx|vue|go|rs|java|kt|kts|scala|rb|php|cs|swift|c|h|cc|cpp|"
+    r"hpp|m|ex|exs|erl|sh|pl|lua|dart|ya?ml|json|toml|xml|md|txt|log|html|css"
+)
+_HOST = re.compile(
+    r"https?://[\w.-]+|\bhost='?[\w.-]+|\b\d{1,3}(?:\.\d{1,3}){3}:\d{2,5}\b|"
+    rf"\b[\w-]+(?:\.[\w-]+)*\.(?!(?:{_SOURCE_EXT}):)[A-Za-z][\w-]+:\d{{2,5}}\b"
+)
 _HOST_NEAR = 3
-_LOCAL = re.compile(r"\b(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\])\b")
-# A failed assertion near the end: the tests failed on what the code did.
+_LOCAL = re.compile(r"\b(?:localhost|127\.\d+\.\d+\.\d+|0\.0\.0\.0)\b|\[::1\]|(?<![\w:])::1\b")
+# A failed assertion near the end: the tests failed on what the code did (pytest's
+# ``E   assert``, its ``--tb=line`` ``path:88: assert …``, a summary's ``- assert …``).
 _ASSERTION = re.compile(
-    r"\bAssertionError\b|^E\s+assert\b|\bassert(?:ion)? failed\b|"
+    r"\bAssertionError\b|(?:^E\s+|:\d+: |\s-\s)assert\b|\bassert(?:ion)? failed\b|"
     r"\bExpected\b.*\b(?:got|but|Received)\b|"
     r"^\s*Expected:|^\s*Received:|\bexpected .* to (?:be|equal|have)\b|\bassert\.\w+\(|"
     r"\bComparisonFailure\b|\bAssertionFailedError\b"
 )
 _ASSERTION_HINTS = ("assert", "expected", "received", "comparisonfailure")
+
+
+def _local(view: View, idx: int) -> bool:
+    """The network error at output line `idx` is about the job's own machine: its line
+    names a loopback address and no other host, or names no host and the lines around it
+    name only loopback ones (``Waiting for http://localhost:8000`` above ``curl: (7)
+    Failed to connect …``). A server of the job's own that never listened (it crashed,
+    it was never started) is no network's fault."""
+    lines = view.parsed.output.lines
+    text = lines[idx].text
+    own = _HOST.findall(text)
+    if _LOCAL.search(text):
+        return all(_LOCAL.search(h) for h in own)
+    if own:
+        return False
+    around = [lines[j].text for j in range(max(0, idx - _HOST_NEAR), min(len(lines), idx + 2))]
+    hosts = [h for t in around for h in _HOST.findall(t)]
+    return bool(hosts) and all(_LOCAL.search(h) for h in hosts)
+
+
+# Words of a failure that is itself the network's (a timeout's, a socket's exception in
+# the same traceback), so no *other* failure.
+_NETWORKISH = re.compile(
+    r"[Tt]ime(?:d ?)?out|[Cc]onnect|[Ss]ocket|URLError|SSL|TLS|gaierror|Protocol|Remote|"
+    r"MaxRetry|DNS|[Rr]esol(?:v|ution)|[Nn]etwork|EOF|[Hh]andshake|UnknownHost|NoRouteToHost"
+)
+
+
+def _other_error(text: str) -> bool:
+    """A line that states a failure other than the network's."""
+    return not _NETWORK.search(text) and not _NETWORKISH.search(text)
+
+
+def _failed_before(view: View, idx: int) -> bool:
+    """Something else failed near the end of the step before the network error at `idx`
+    (a traceback, a crash, a compiler's error): the network error is its consequence (a
+    server that crashed refuses the connection), not the cause."""
+    lines = view.parsed.output.lines
+    number = lines[idx].number
+    near = {lines[i].number for i in view.near}
+    for m in view.marks:
+        if m.line >= number:
+            break
+        if (
+            m.line in near
+            and m.kind in FAILURE_KINDS
+            and m.kind not in _NOT_CODE
+            and _other_error(m.text)
+        ):
+            return True
+    return any(
+        line.number < number and _other_error(line.text)
+        for line in view.grep(_TYPED_EXCEPTION, _TYPED_HINTS)
+    )
 
 
 def _remote(view: View, idx: int) -> bool:
@@ -547,19 +689,27 @@ def _remote(view: View, idx: int) -> bool:
 
 
 def network_error(view: View) -> Line | None:
-    """A DNS or connection failure decided the step: at its end when no test failed;
-    with failed tests, a failure reaching a remote host (not a bare error code a test may
-    assert on, nor a local server of the tests') and no failed assertion near the end."""
+    """A DNS or connection failure decided the step.
+
+    Never one to the job's own machine (``localhost``, ``127.0.0.1``: a server of the
+    job's that never listened). With no failed test: at the step's end, and not after
+    another failure of the step (then it is that failure's consequence). With failed
+    tests: a failure reaching a remote host (not a bare error code a test may assert on),
+    and near the end no failed assertion nor any other error a test stated (``E
+    KeyError``, ``TypeError: …``): a log line about a remote host next to a test failing
+    for its own reason is not why it failed."""
     lines = view.parsed.output.lines
-    hits = _network_hits(view)
+    hits = [idx for idx in _network_hits(view) if not _local(view, idx)]
     if not hits:
         return None
     if not view.failed_tests:
-        return lines[hits[0]]
+        return None if _failed_before(view, hits[0]) else lines[hits[0]]
     remote = [idx for idx in hits if _remote(view, idx)]
     if not remote:
         return None
     if view.grep(_ASSERTION, _ASSERTION_HINTS, ignore_case=True):
+        return None
+    if any(_other_error(line.text) for line in view.grep(_TYPED_EXCEPTION, _TYPED_HINTS)):
         return None
     return lines[remote[0]]
 
@@ -693,7 +843,7 @@ SIGNATURES: tuple[tuple[str, TriageClass, Check], ...] = (
     ("pr-gate", "policy", pr_gate),
     ("registry-network", "flaky", registry_network),
     ("registry-unavailable", "flaky", REGISTRY_UNAVAILABLE),
-    ("download-corrupt", "flaky", DOWNLOAD_CORRUPT),
+    ("download-corrupt", "flaky", download_corrupt),
     ("network-error", "flaky", network_error),
     ("flaky-marker", "flaky", flaky_marker),
     ("pytest-failed", "genuine", from_marks({"pytest-failed"})),

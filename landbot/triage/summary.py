@@ -258,7 +258,7 @@ def _genuine(
     if sig == "tool-error":
         return f"{where} failed: {evidence.strip()}; fix it and re-run the step"
     code = f" with exit code {exit_code}" if exit_code is not None else ""
-    cause = _last_output(marks)
+    cause = _uncaught(marks) or _last_output(marks)
     because = f" after: {cause}" if cause else ""
     return f"{where} failed{code}{because}; reproduce the step locally and fix it"
 
@@ -272,6 +272,12 @@ def _reason_after(marks: Sequence[Mark], line: int) -> str | None:
         if line < m.line <= line + 10 and m.kind in _REASON_KINDS:
             return m.text.strip()
     return None
+
+
+def _uncaught(marks: Sequence[Mark]) -> str:
+    """The first error a script crashed on (Node's ``TypeError: …``): what the stack,
+    a refused connection after it, or ``Node.js v20`` below it are only the tail of."""
+    return next((m.text.strip() for m in marks if m.kind == "js-uncaught"), "")
 
 
 def _last_output(marks: Sequence[Mark]) -> str:

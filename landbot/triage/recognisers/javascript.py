@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from landbot.triage.log import TextIndex
+from landbot.triage.log import Line, TextIndex
 from landbot.triage.recognisers.base import (
     EXPLAINS,
     NAMES,
@@ -119,7 +119,11 @@ class _Uncaught:
             text = lines[idx].text
             if text[:1].isspace() or not _ERROR_IN.search(text):
                 continue
-            if idx + 1 < len(lines) and _FRAME.match(lines[idx + 1].text):
+            if _ends_node(lines, idx):
+                # Node's crash without a stack (a top-level throw in an ES module): the
+                # source line and its caret above, the runtime's version below.
+                yield Hit(idx, "js-uncaught", EXPLAINS)
+            elif idx + 1 < len(lines) and _FRAME.match(lines[idx + 1].text):
                 yield Hit(idx, "js-uncaught", EXPLAINS)
                 # Node prints the error object's own fields under its stack.
                 keys: set[str] = set()
@@ -138,6 +142,18 @@ class _Uncaught:
                         if nxt + 1 < len(lines) and lines[nxt + 1].text.startswith("- "):
                             yield Hit(nxt + 1, "js-require-stack", EXPLAINS)
                         break
+
+
+_NODE_VERSION = re.compile(r"^Node\.js v\d+\.\d+")
+_CARET = re.compile(r"^\s*\^+\s*$")
+
+
+def _ends_node(lines: Sequence[Line], idx: int) -> bool:
+    """The error at `idx` is followed by Node's ``Node.js v20.11.0`` and preceded by the
+    caret under the source line that threw."""
+    after = idx + 1 < len(lines) and _NODE_VERSION.match(lines[idx + 1].text) is not None
+    above = any(_CARET.match(lines[j].text) for j in range(max(0, idx - 3), idx))
+    return after and above
 
 
 _SCRIPT_NAME = re.compile(r"^> \S+@\S+ \S+")

@@ -9,7 +9,7 @@ from .conftest import corpus, failures, found, kinds
 
 def test_ruff_code_line() -> None:
     # tests/triage/real/python/sd-webui-ruff-f401.log, 150-152: line 150 is ruff's own
-    # warning about a `# noqa` comment, not a finding.
+    # warning about a noqa comment, not a finding.
     got = failures(rec.ECOSYSTEM, corpus("python/sd-webui-ruff-f401.log", 150, 152))
     assert got == {151: "modules/sd_models.py:16:55"}
 
