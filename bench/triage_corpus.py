@@ -38,17 +38,17 @@ import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "triage" / "real"
 sys.path.insert(0, str(ROOT))
 
-from landbot.triage.explain import LogExplanation, explain_log  # noqa: E402
+from landbot.core.model import TriageClass  # noqa: E402
+from landbot.triage.explain import LogExplanation, explain_parsed  # noqa: E402
+from landbot.triage.log import parse_log  # noqa: E402
 
-CLASSES = frozenset(
-    {"genuine", "flaky", "infrastructure", "timeout", "cancelled", "policy", "unknown"}
-)
+CLASSES = frozenset(get_args(TriageClass))
 
 
 @dataclass(frozen=True)
@@ -193,10 +193,10 @@ def run(labels: Sequence[Label]) -> list[Score]:
     scores: list[Score] = []
     for label in labels:
         with label.file.open("rb") as fh:
-            scores.append(score(label, explain_log(fh), "log"))
+            parsed = parse_log(fh)  # explain_parsed is pure: one parse serves both modes
+        scores.append(score(label, explain_parsed(parsed), "log"))
         if label.steps is not None:
-            with label.file.open("rb") as fh:
-                e = explain_log(fh, steps=_steps_of(label.steps))
+            e = explain_parsed(parsed, steps=_steps_of(label.steps))
             scores.append(score(label, e, "api"))
     return scores
 

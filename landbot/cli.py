@@ -126,9 +126,9 @@ def serve(
     level = _start_logs(settings)
     check_ready(settings, webhook=True)  # every setting it would fail on later, now
     host = host or settings.web.host
-    make_github(settings)  # fail now, in one line, when the credentials are missing
+    gh = make_github(settings)  # fail now, in one line, when the credentials are missing
     store = open_store(settings)
-    work = make_worker(settings, store)
+    work = make_worker(settings, store, gh=gh)
     stop = threading.Event()
     thread = threading.Thread(target=work.run, args=(stop,), name="landbot-worker", daemon=True)
     thread.start()
@@ -176,7 +176,7 @@ def worker(config: ConfigOpt = None) -> None:
     settings = load_settings(config)
     _start_logs(settings)
     check_ready(settings)
-    make_github(settings)
+    gh = make_github(settings)
     store = open_store(settings)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -186,7 +186,7 @@ def worker(config: ConfigOpt = None) -> None:
         "worker started",
         database=logs.safe_url(settings.database_url),
     )
-    make_worker(settings, store).run(stop)
+    make_worker(settings, store, gh=gh).run(stop)
 
 
 @app.command()

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from landbot.errors import LandbotError
 
@@ -231,15 +231,9 @@ def secrets_of(settings: Any) -> list[str]:
 
 def safe_url(url: str) -> str:
     """`url` with its password masked: for a start-up line naming the database."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return redact(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:{MASK}@{host}"))
+    from landbot.config import mask_url  # the one URL masker (config show uses it too)
+
+    return redact(mask_url(url))
 
 
 def redact(text: str) -> str:

@@ -11,7 +11,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -359,13 +358,6 @@ def open_dir() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def wait_for(check: Any, what: str, timeout: float = 120.0) -> Any:
     give_up = time.monotonic() + timeout
     while time.monotonic() < give_up:
@@ -381,6 +373,7 @@ def test_landbot_serve_logs_what_it_did_and_no_secret(
 ) -> None:
     from landbot.sim import CheckScenario, FakeGitHub, FakeGitHubServer
     from landbot.sim.model_server import ModelScript, ScriptedModelServer
+    from landbot.sim.postgres import free_port
     from landbot.sim.scenarios import CheckContext
     from landbot.store import Store
 

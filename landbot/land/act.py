@@ -148,7 +148,6 @@ class Actor:
                 evidence,
                 fixer,
                 fix_comment_url=self._announced(drop, fixer),
-                policy=self.policy,
             )
             c = self._status(drop, body)
             self.store.save_comment(drop.repo, drop.pr, "status", c.id, c.node_id)

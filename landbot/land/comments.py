@@ -98,9 +98,8 @@ def render_status(
     fixer: FixerResult | None = None,
     *,
     fix_comment_url: str | None = None,
-    policy: Policy | None = None,
 ) -> str:
-    del pr, policy  # the status names no one and no setting; kept for one calling shape
+    del pr  # the status names no one; kept for one calling shape
     found = f" ({_inert(_sentence(fixer.summary))})" if fixer is not None and fixer.summary else ""
     ran = f" (it ran {_code(fixer.reproduce)})" if fixer is not None and fixer.reproduce else ""
     timed_out = ""
@@ -451,7 +450,7 @@ def _step_commands(job: JobFailure) -> list[str]:
 
 
 def _quote(path: str) -> str:
-    return path if re.fullmatch(r"[A-Za-z0-9._/-]+", path) else "'" + path.replace("'", "") + "'"
+    return path if _REF.fullmatch(path) else "'" + path.replace("'", "") + "'"
 
 
 def _group_context(drop: Drop, base: str, evidence: Evidence) -> list[str]:

@@ -743,7 +743,8 @@ class Store:
                 .where(t.c.seen_at >= since, t.c.test.in_(sorted({x for _, _, x in top})))
                 .order_by(t.c.id)
             ).all()
-        records = _ledger_records([r for r in rows if (r.repo, r.check_name, r.test) in set(top)])
+        wanted = set(top)
+        records = _ledger_records([r for r in rows if (r.repo, r.check_name, r.test) in wanted])
         by_key = {(rec.repo, rec.check, rec.test): rec for rec in records.values()}
         return [by_key[k] for k in top if k in by_key]
 

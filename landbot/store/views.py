@@ -195,14 +195,6 @@ def recent_outcomes(store: Store, *, repo: str, limit: int = 10) -> list[Settled
     return [SettledDrop(d, drop_state(d)) for d in settled]
 
 
-def by_repository(rows: Sequence[PullRow]) -> dict[str, list[PullRow]]:
-    """Rows grouped by repository (the stored spelling), each group in the rows' order."""
-    out: dict[str, list[PullRow]] = {}
-    for row in rows:
-        out.setdefault(row.repo, []).append(row)
-    return out
-
-
 def repositories(store: Store, *, ledger_since: dt.datetime) -> list[str]:
     """Every repository with a drop, or with a test failure in the ledger since
     `ledger_since`, as stored; one spelling per name, sorted case-insensitively."""

@@ -137,9 +137,6 @@ def compile_rules(rules: Iterable[RuleLike | Mapping[str, str] | Rule]) -> tuple
     return tuple(out)
 
 
-# --- built-in signatures: landbot/triage/signatures.py -----------------------------------
-
-
 def classify(
     parsed: ParsedLog,
     marks: Sequence[Mark],

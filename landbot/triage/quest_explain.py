@@ -257,13 +257,26 @@ def _not_utf8(f: RenderedFinding, c: QuestChange) -> str | None:
     )
 
 
+def _link_target(f: RenderedFinding, quest: QuestFile) -> tuple[str | None, str]:
+    """Where the finding's link points, and " (line N)" when the quest holds that link."""
+    link = next((x for x in quest.links if x.target == f.param), None)
+    if link is None:
+        return resolve(f.path, f.param), ""
+    return link.resolved, f" (line {link.line})"
+
+
+def _link_is_new(f: RenderedFinding, c: QuestChange) -> bool:
+    """Whether the pull request added the finding's link (the quest had none such at the base)."""
+    old = c.before(f.path)
+    was = c.base_quests.get(old) if old is not None else None
+    return was is None or all(x.target != f.param for x in was.links)
+
+
 def _missing_required(f: RenderedFinding, c: QuestChange) -> str | None:
     quest = c.head_quests.get(f.path)
     if quest is None:
         return None
-    link = next((x for x in quest.links if x.target == f.param), None)
-    target = link.resolved if link is not None else resolve(f.path, f.param)
-    at = f" (line {link.line})" if link is not None else ""
+    target, at = _link_target(f, quest)
     if target is None:
         return (
             f"the link '{_clip(f.param)}'{at} cannot point at a file of this repository: "
@@ -296,8 +309,7 @@ def _missing_required(f: RenderedFinding, c: QuestChange) -> str | None:
                 f"'{_clip(f.param)}'{at} now points at {target}, which does not exist; it "
                 f"meant {now}: point it at '{_relative(now, f.path)}' (a mechanical fix)"
             )
-    was = c.base_quests.get(old) if old is not None else None
-    if was is None or all(x.target != f.param for x in was.links):
+    if _link_is_new(f, c):
         return (
             f"this pull request adds the link to {target}{at}, which is no quest of the tree: "
             "link the quest that was meant, or add that quest; a person decides which"
@@ -309,9 +321,7 @@ def _not_a_quest(f: RenderedFinding, c: QuestChange) -> str | None:
     quest = c.head_quests.get(f.path)
     if quest is None:
         return None
-    link = next((x for x in quest.links if x.target == f.param), None)
-    target = link.resolved if link is not None else resolve(f.path, f.param)
-    at = f" (line {link.line})" if link is not None else ""
+    target, at = _link_target(f, quest)
     where = target if target is not None else f"'{_clip(f.param)}'"
     if target is not None and target in c.moved_from and is_quest_path(c.moved_from[target]):
         src = c.moved_from[target]
@@ -320,9 +330,7 @@ def _not_a_quest(f: RenderedFinding, c: QuestChange) -> str | None:
             f"{src}; a file outside quest/ or not ending in .md is not a quest: move it back "
             "or drop the link"
         )
-    old = c.before(f.path)
-    was = c.base_quests.get(old) if old is not None else None
-    if was is None or all(x.target != f.param for x in was.links):
+    if _link_is_new(f, c):
         return (
             f"this pull request adds a '## Required' link to {where}{at}, which is not a quest "
             "(a .md file below quest/): link a quest, or move the link out of '## Required'"
@@ -451,7 +459,7 @@ def _relative(target: str, quest_path: str) -> str:
 
 
 def _clip(text: str, limit: int = MAX_TITLE_CHARS) -> str:
-    text = " ".join(_CONTROL.sub(" ", text).split())
+    text = _one_line(text)
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 

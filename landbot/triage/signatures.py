@@ -756,13 +756,6 @@ def from_marks(kinds: Iterable[str]) -> Check:
 _NOT_TOOL = frozenset({"error", "quest"})
 
 
-def _any_mark(view: View, kinds: frozenset[str]) -> Line | None:
-    for m in view.marks:
-        if m.kind in kinds:
-            return view.line(m.line)
-    return None
-
-
 def first_error(view: View) -> Line | None:
     if view.parsed.first_error is None:
         return None
@@ -854,7 +847,7 @@ SIGNATURES: tuple[tuple[str, TriageClass, Check], ...] = (
     ("test-failed", "genuine", from_marks({"test-failed", "jest-failed"})),
     # Whatever else context.py's recognisers name: a failed test of another runner, then
     # a tool's error line (a compiler's, a linter's, a build tool's).
-    ("failed-test", "genuine", lambda view: _any_mark(view, TEST_KINDS)),
-    ("tool-error", "genuine", lambda view: _any_mark(view, FAILURE_KINDS - _NOT_TOOL)),
+    ("failed-test", "genuine", from_marks(TEST_KINDS)),
+    ("tool-error", "genuine", from_marks(FAILURE_KINDS - _NOT_TOOL)),
     ("step-error", "genuine", first_error),
 )

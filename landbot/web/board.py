@@ -39,6 +39,7 @@ from landbot.store.views import (
     recent_outcomes,
     repositories,
 )
+from landbot.triage.flaky import FlakyPolicy
 
 CSP: Final = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; base-uri 'none'; "
@@ -53,7 +54,7 @@ HEADERS: Final = {
 }
 PR_ROWS: Final = 300  # pull requests read per page (the newest changes)
 RECENT: Final = 10
-FLAKY_WINDOW: Final = dt.timedelta(days=7)  # triage's window (triage/flaky.py FlakyPolicy)
+FLAKY_WINDOW: Final = FlakyPolicy().window  # triage's own window, as /metrics reads it
 WEEK: Final = dt.timedelta(days=7)
 FLAKIEST: Final = 10
 SUMMARY_CHARS: Final = 160

@@ -13,16 +13,6 @@ from landbot.errors import LandbotError
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import os
-
-    for key in list(os.environ):
-        if key.startswith("LANDBOT_"):
-            monkeypatch.delenv(key)
-    monkeypatch.chdir(tmp_path)  # no config/landbot.toml here unless a test writes one
-
-
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)

@@ -23,14 +23,6 @@ from landbot.store.db import url_problem
 LANDBOT = str(Path(sys.executable).parent / "landbot")
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for key in list(os.environ):
-        if key.upper().startswith("LANDBOT_"):
-            monkeypatch.delenv(key)
-    monkeypatch.chdir(tmp_path)
-
-
 @pytest.fixture
 def ready(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Settings that pass every check: a token, a SQLite file in an existing folder."""

@@ -3,21 +3,12 @@ name, and every error names its real source (the variable, or the file and line)
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from landbot.config import AGENT_NAMES, load_settings, mask_url, toml_lines
 from landbot.errors import LandbotError
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for key in list(os.environ):
-        if key.upper().startswith("LANDBOT_"):
-            monkeypatch.delenv(key)
-    monkeypatch.chdir(tmp_path)  # no config/landbot.toml here unless a test writes one
 
 
 def config(text: str) -> Path:

@@ -6,13 +6,11 @@ failure's prompt does not carry it)."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from landbot.core.model import Drop, Evidence, JobFailure
 from landbot.fixer.prompt import Task, build_prompt, evidence_from_json, evidence_json
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+from .test_agents import check_snapshot
+
 HEAD = "0123456789abcdef0123456789abcdef01234567"
 DROP = Drop(repo="octo/app", pr=42, head_sha=HEAD, reason="failed_checks", source="webhook")
 FINDING = "quest: quest/m0/kix/sandbox/README.md: quest title must be '# [XS|S|M|L|XL] Title'"
@@ -55,15 +53,6 @@ GENUINE = Evidence(
         ),
     ),
 )
-
-
-def check_snapshot(name: str, text: str) -> None:
-    path = SNAPSHOTS / f"{name}.md"
-    if os.environ.get("LANDBOT_UPDATE_SNAPSHOTS") == "1":
-        SNAPSHOTS.mkdir(exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"no snapshot {path.name}: run with LANDBOT_UPDATE_SNAPSHOTS=1"
-    assert text == path.read_text()
 
 
 def test_prompt_for_a_quest_policy_failure() -> None:

@@ -148,15 +148,21 @@ def with_command_agent(world: World, folder: Path, script: str) -> None:
     import os
     import stat
 
-    from landbot.pipeline.wiring import make_fixer
-
     agent = folder / "agent" / "fix.py"
     agent.parent.mkdir()
     agent.write_text(script)
     agent.chmod(agent.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     os.chmod(agent.parent, 0o755)
-    world.settings.fixer.command = [str(agent)]
-    world.settings.fixer.state_dir = folder / "state"
+    use_real_fixer(world, [str(agent)], folder / "state")
+
+
+def use_real_fixer(world: World, command: list[str], state_dir: Path) -> None:
+    """Switch the World's land loop and worker to the real fixer running `command` in the
+    sandbox, with its jobs under `state_dir`."""
+    from landbot.pipeline.wiring import make_fixer
+
+    world.settings.fixer.command = command
+    world.settings.fixer.state_dir = state_dir
     world.settings.fixer.timeout = 60
     lander = Lander(world.settings, world.store, world.client, fixer_enabled=True)
     world.lander = lander
@@ -165,3 +171,12 @@ def with_command_agent(world: World, folder: Path, script: str) -> None:
         lambda: lander,
         fixer=make_fixer(world.settings, lambda: world.client, world.store),
     )
+
+
+@pytest.fixture
+def needs_bwrap() -> None:
+    """The real sandbox's tests fail (never skip) without bubblewrap: CI installs it."""
+    import shutil
+
+    if shutil.which("bwrap") is None:
+        pytest.fail("bubblewrap is not installed: run scripts/setup (CI installs it)")

@@ -5,7 +5,6 @@ hand-back naming it, and every push is announced in a new comment."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -30,10 +29,7 @@ json.dump({"verdict": "fixed", "summary": "made the test pass", "recommendation"
 """
 
 
-@pytest.fixture(autouse=True)
-def _needs_bwrap() -> None:
-    if shutil.which("bwrap") is None:
-        pytest.fail("bubblewrap is not installed: run scripts/setup (CI installs it)")
+pytestmark = pytest.mark.usefixtures("needs_bwrap")
 
 
 def pushes_to(world: World, branch: str, since: str) -> int:

@@ -3,23 +3,15 @@ landbot publishes the commit to the PR's branch, arms auto-merge, and the PR mer
 
 from __future__ import annotations
 
-import os
-import shutil
-import stat
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from landbot.land.comments import FIX_MARKER, HANDBACK_MARKER, STATUS_MARKER
-from landbot.pipeline.process import Lander
-from landbot.pipeline.wiring import make_fixer
-from landbot.pipeline.worker import Worker
 from landbot.sim import CheckScenario
 from landbot.sim.scenarios import CheckContext
 
-from .conftest import World
+from .conftest import World, with_command_agent
 
 # The agent: a plain script, run inside the sandbox with the checkout as its working
 # directory. It fixes the one-line bug, proves the fix, commits, and writes its verdict.
@@ -49,41 +41,11 @@ def ci(ctx: CheckContext) -> CheckScenario:
     return CheckScenario.passing()
 
 
-@pytest.fixture
-def open_dir() -> Iterator[Path]:
-    """A folder the sandbox uid can traverse (pytest's own tmp root is mode 700)."""
-    path = Path(tempfile.mkdtemp(prefix="landbot-fix-"))
-    os.chmod(path, 0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+pytestmark = pytest.mark.usefixtures("needs_bwrap")
 
 
-def with_fixer(world: World, tmp_path: Path, script: str) -> None:
-    agent = tmp_path / "agent" / "fix.py"
-    agent.parent.mkdir()
-    agent.write_text(script)
-    agent.chmod(agent.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    os.chmod(agent.parent, 0o755)
-    world.settings.fixer.command = [str(agent)]
-    world.settings.fixer.state_dir = tmp_path / "state"
-    world.settings.fixer.timeout = 60
-    lander = Lander(world.settings, world.store, world.client, fixer_enabled=True)
-    world.lander = lander
-    world.worker = Worker(
-        world.store,
-        lambda: lander,
-        fixer=make_fixer(world.settings, lambda: world.client, world.store),
-    )
-
-
-@pytest.fixture(autouse=True)
-def _needs_bwrap() -> None:
-    if shutil.which("bwrap") is None:
-        pytest.fail("bubblewrap is not installed: run scripts/setup (CI installs it)")
-
-
-def test_a_genuine_failure_is_fixed_published_and_merges(world: World, open_dir: Path) -> None:
-    with_fixer(world, open_dir, FIXING_AGENT)
+def test_a_genuine_failure_is_fixed_published_and_merges(world: World, sandbox_dir: Path) -> None:
+    with_command_agent(world, sandbox_dir, FIXING_AGENT)
     world.gh.set_checks(world.repo, ci)
     pr = world.open_pr("feat-bug", {"app.py": "def answer():\n    return 41\n"})
     world.gh.enqueue(pr, actor="alice")
@@ -105,8 +67,10 @@ def test_a_genuine_failure_is_fixed_published_and_merges(world: World, open_dir:
     assert world.gh.pull(world.repo, pr.number).merged
 
 
-def test_needs_human_is_handed_back_with_the_recommendation(world: World, open_dir: Path) -> None:
-    with_fixer(world, open_dir, GIVING_UP_AGENT)
+def test_needs_human_is_handed_back_with_the_recommendation(
+    world: World, sandbox_dir: Path
+) -> None:
+    with_command_agent(world, sandbox_dir, GIVING_UP_AGENT)
     world.gh.set_checks(world.repo, ci)
     pr = world.open_pr("feat-unsure", {"app.py": "def answer():\n    return 41\n"})
     world.gh.enqueue(pr, actor="alice")

@@ -23,19 +23,14 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import landbot
 from landbot.core.text import inert
-from landbot.pipeline.process import Lander
-from landbot.pipeline.wiring import make_fixer
-from landbot.pipeline.worker import Worker
 
-from .conftest import World
+from .conftest import World, use_real_fixer
 from .test_triage_policy import quest_ci
 from .triage_support import evidence_of, handbacks
 
@@ -103,19 +98,7 @@ with open(os.environ["LANDBOT_VERDICT_FILE"], "w") as out:
 """
 
 
-@pytest.fixture(autouse=True)
-def _needs_bwrap() -> None:
-    if shutil.which("bwrap") is None:
-        pytest.fail("bubblewrap is not installed: run scripts/setup (CI installs it)")
-
-
-@pytest.fixture
-def open_dir() -> Iterator[Path]:
-    """A folder the sandbox uid can traverse (pytest's own tmp root is mode 700)."""
-    path = Path(tempfile.mkdtemp(prefix="landbot-policy-"))
-    os.chmod(path, 0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+pytestmark = pytest.mark.usefixtures("needs_bwrap")
 
 
 def with_quest_agent(world: World, root: Path) -> None:
@@ -132,16 +115,7 @@ def with_quest_agent(world: World, root: Path) -> None:
         os.chmod(folder, 0o755)
     for file in agent.rglob("*.py"):
         os.chmod(file, 0o755 if file == script else 0o644)
-    world.settings.fixer.command = [str(script)]
-    world.settings.fixer.state_dir = root / "state"
-    world.settings.fixer.timeout = 60
-    lander = Lander(world.settings, world.store, world.client, fixer_enabled=True)
-    world.lander = lander
-    world.worker = Worker(
-        world.store,
-        lambda: lander,
-        fixer=make_fixer(world.settings, lambda: world.client, world.store),
-    )
+    use_real_fixer(world, [str(script)], root / "state")
 
 
 def drop_a_finished_quest(world: World, head: str) -> int:
@@ -158,9 +132,9 @@ def drop_a_finished_quest(world: World, head: str) -> int:
 
 
 def test_the_fixer_reproduces_a_quest_failure_and_hands_back_its_advice(
-    world: World, open_dir: Path
+    world: World, sandbox_dir: Path
 ) -> None:
-    with_quest_agent(world, open_dir)
+    with_quest_agent(world, sandbox_dir)
     number = drop_a_finished_quest(world, "finish-live-test")
     [drop] = world.store.drops()
     ev = evidence_of(drop)

@@ -615,7 +615,6 @@ def render(sit: Situation, decision: Decision) -> list[tuple[str, str]]:
                 sit.evidence,
                 sit.fixer,
                 fix_comment_url=url,
-                policy=sit.policy,
             )
             out.append((f"status {a.topic}", text))
         elif isinstance(a, HandBack):

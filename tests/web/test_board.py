@@ -550,7 +550,7 @@ def test_serve_listens_on_the_web_host_and_warns_beyond_loopback(
     monkeypatch.setattr(ready_module, "check_ready", lambda settings, **kw: None)
     monkeypatch.setattr(wiring, "make_github", lambda settings: None)
     monkeypatch.setattr(wiring, "open_store", lambda settings: store)
-    monkeypatch.setattr(wiring, "make_worker", lambda settings, store: Worker())
+    monkeypatch.setattr(wiring, "make_worker", lambda settings, store, **kw: Worker())
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: bound.append(kw["host"]))
 
     def serve(*args: str) -> None:

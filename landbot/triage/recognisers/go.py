@@ -39,7 +39,6 @@ _BUILD_OUTPUT_MAX = 5
 _HEADER = re.compile(r"^=== (?:RUN|CONT|NAME) +(?P<name>\S+)$")
 _DETAIL_MAX = 12
 _AFTER_MAX = 200
-_BEFORE_MAX = 200
 
 
 class _Tests:
