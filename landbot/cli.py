@@ -409,6 +409,55 @@ def config_show(json_: JsonOpt = False, config: ConfigOpt = None) -> None:
         typer.echo(render_show(settings), nl=False)
 
 
+@config_app.command("check")
+def config_check(
+    file: Annotated[
+        Path,
+        typer.Argument(help="A repository's settings file.", dir_okay=False),
+    ] = Path(".github/landbot.toml"),
+    host_limits: Annotated[
+        bool,
+        typer.Option(
+            "--host-limits",
+            help="Also check it against this host's settings (--config, the environment): "
+            "a value past the host's limits is a problem.",
+        ),
+    ] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Validate a repository's `.github/landbot.toml`: exit 0 and `FILE: valid`, or exit 1
+    and each problem on its own line (FILE:LINE: what; the fix); exit 2 if FILE is missing."""
+    from landbot.repo_config import problems
+
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        _fail(f"{file} does not exist; give the path of a repository's landbot.toml")
+    except (OSError, UnicodeDecodeError) as exc:
+        _fail(f"cannot read {file}: {exc}; give a readable UTF-8 file")
+    host = None
+    if host_limits:
+        from landbot.config import load_settings
+
+        host = load_settings(config)
+    found = problems(text, file=str(file), host=host)
+    for problem in found:
+        typer.echo(str(problem), err=True)
+    if found:
+        raise typer.Exit(1)
+    typer.echo(f"{file}: valid")
+
+
+@config_app.command("schema")
+def config_schema() -> None:
+    """Print the JSON schema of a repository's `.github/landbot.toml`, for editors."""
+    import json
+
+    from landbot.repo_config import json_schema
+
+    typer.echo(json.dumps(json_schema(), indent=2, ensure_ascii=False))
+
+
 @app.command()
 def demo(
     agent: Annotated[str, typer.Option(help="Agent to use: scripted or codex.")] = "scripted",
@@ -616,6 +665,13 @@ def fixer_run(
     model: Annotated[
         str | None, typer.Option(help="Model name the agent asks for (its default if unset).")
     ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write the result artifact here (verdict, bundle of the fix commits, "
+            "manifest): a new or empty folder."
+        ),
+    ] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Run one land-fixer job on a local checkout; prints the verdict JSON.
@@ -626,12 +682,20 @@ def fixer_run(
     or environment error. The agent's own output goes to stderr.
     """
     import json
+    import os
 
     from landbot.config import load_settings
     from landbot.fixer.job import JobLimits, run_local_job
 
     if timeout <= 0 or memory <= 0:
         _fail("--timeout and --memory must be positive")
+    if out is not None and (out.is_symlink() or (out.exists() and not out.is_dir())):
+        _fail(f"--out {out} is not a folder; pass a new or empty folder")
+    if out is not None and out.is_dir() and any(out.iterdir()):
+        _fail(f"--out {out} is not empty; pass a new or empty folder")
+    if out is not None and Path(os.path.realpath(out)).is_relative_to(os.path.realpath(workdir)):
+        # The job writes there: it could plant files or a link in place of the folder.
+        _fail(f"--out {out} is inside the work tree; pass a folder outside --workdir")
     settings = load_settings(config)
     outcome = run_local_job(
         settings,
@@ -640,6 +704,7 @@ def fixer_run(
         agent_name=agent,
         limits=JobLimits(timeout=timeout, memory_mb=memory),
         model=model,
+        export=out is not None,
     )
     from landbot.core.text import terminal_safe
 
@@ -653,7 +718,14 @@ def fixer_run(
         typer.echo(f"landbot: the proxy refused {terminal_safe(refusal)}", err=True)
     if not outcome.verdict.from_agent:
         typer.echo(f"landbot: {terminal_safe(outcome.verdict.summary)}", err=True)
-    typer.echo(json.dumps(outcome.verdict.to_json()))
+    verdict_json = json.dumps(outcome.verdict.to_json())
+    if out is not None:
+        from landbot.fixer.artifact import write_artifact
+
+        if outcome.bundle_refused:
+            typer.echo(f"landbot: no commits in the artifact: {outcome.bundle_refused}", err=True)
+        write_artifact(out, (verdict_json + "\n").encode(), outcome.bundle)
+    typer.echo(verdict_json)
     raise typer.Exit(0 if outcome.verdict.from_agent else 1)
 
 

@@ -127,6 +127,36 @@ class PolicySettings(_Section):
         description="per drop reason: ignore, requeue, fix, handback or note (JSON in env); "
         "overrides the defaults",
     )
+    requeue_classes: list[str] = Field(
+        default_factory=lambda: ["cancelled", "flaky", "infrastructure"],
+        description="triage classes re-enqueued within the budget (not the PR's fault)",
+    )
+    fixing_label: str = Field(
+        "",
+        description="label on a PR while the fixer works on it, removed when it ends (empty: none)",
+    )
+    repo_file: str = Field(
+        ".github/landbot.toml",
+        description="a repository's own settings file on its default branch, narrowing "
+        "these (empty: not read)",
+    )
+
+    @field_validator("requeue_classes")
+    @classmethod
+    def _requeue_classes(cls, v: list[str]) -> list[str]:
+        for name in v:
+            check_requeue_class(name)
+        return v
+
+    @field_validator("skip_label")
+    @classmethod
+    def _skip_label(cls, v: str) -> str:
+        return check_label(v)
+
+    @field_validator("fixing_label")
+    @classmethod
+    def _fixing_label(cls, v: str) -> str:
+        return v if v == "" else check_label(v)
 
     @field_validator("reasons")
     @classmethod
@@ -143,9 +173,20 @@ class PolicySettings(_Section):
 
 
 class FixerSettings(_Section):
+    # Set by a repository's `[fixer] enabled = false` (repo_config.effective): off whatever
+    # the agent; a repository can switch its fixer off, never on.
+    _switched_off: bool = PrivateAttr(default=False)
+
+    @property
+    def switched_off(self) -> bool:
+        """A repository's file switched its fixer off (`[fixer] enabled = false`)."""
+        return self._switched_off
+
     @property
     def enabled(self) -> bool:
         """An agent is configured: a command, or a model agent with a model endpoint."""
+        if self._switched_off:
+            return False
         if self.agent == "command":
             return bool(self.command)
         return self.model_url is not None
@@ -174,6 +215,14 @@ class FixerSettings(_Section):
         default_factory=lambda: [".github/workflows/**"],
         description="globs a fix may not touch (JSON list in env)",
     )
+    allowed_agents: list[str] = Field(
+        default_factory=list,
+        description="agents a repository's file may choose besides this one (JSON list in env)",
+    )
+    allowed_commands: list[list[str]] = Field(
+        default_factory=list,
+        description="command-agent argvs a repository's file may choose (JSON list in env)",
+    )
 
     @field_validator("agent")
     @classmethod
@@ -182,12 +231,67 @@ class FixerSettings(_Section):
             raise ValueError(f"there is no fixer agent {v!r}; use one of {', '.join(AGENT_NAMES)}")
         return v
 
+    @field_validator("allowed_agents")
+    @classmethod
+    def _allowed_agents(cls, v: list[str]) -> list[str]:
+        for name in v:
+            cls._known_agent(name)
+        return v
+
+    @field_validator("allowed_commands")
+    @classmethod
+    def _allowed_commands(cls, v: list[list[str]]) -> list[list[str]]:
+        for argv in v:
+            check_argv(argv)
+        return v
+
     @field_validator("model_url")
     @classmethod
     def _model_url(cls, v: str | None) -> str | None:
         if v is not None:
             _check_http_url(v)
         return v
+
+
+# Triage classes that are not the pull request's fault, so re-enqueueing may help.
+REQUEUE_CLASSES = ("flaky", "infrastructure", "cancelled", "timeout")
+# GitHub refuses a label name longer than this.
+MAX_LABEL_LENGTH = 50
+
+
+def check_requeue_class(name: str) -> str:
+    """`name` if landbot may re-enqueue a failure of that triage class, else ValueError."""
+    if name in ("genuine", "policy"):
+        raise ValueError(
+            f"{name!r} is a failure of the pull request's own, which a re-enqueue cannot "
+            f"fix; use only {', '.join(REQUEUE_CLASSES)}"
+        )
+    if name not in REQUEUE_CLASSES:
+        raise ValueError(
+            f"there is no triage class {name!r} to re-enqueue; use {', '.join(REQUEUE_CLASSES)}"
+        )
+    return name
+
+
+def check_label(name: str) -> str:
+    """`name` if GitHub takes it as a label name, else ValueError."""
+    if not name.strip():
+        raise ValueError("a label name cannot be blank; write one, e.g. 'landbot:skip'")
+    if len(name) > MAX_LABEL_LENGTH:
+        raise ValueError(
+            f"the label {name[:20]!r}… has {len(name)} characters; GitHub takes at most "
+            f"{MAX_LABEL_LENGTH}"
+        )
+    if name != name.strip():
+        raise ValueError(f"the label {name!r} has spaces around it; remove them")
+    return name
+
+
+def check_argv(argv: list[str]) -> list[str]:
+    """`argv` if it is a command to run (a program, then its arguments), else ValueError."""
+    if not argv or not argv[0].strip():
+        raise ValueError("a command is a non-empty list, the program first: ['fix-it', '--ci']")
+    return argv
 
 
 class SandboxSettings(_Section):

@@ -3,9 +3,14 @@
 Why each permission (tests/app/test_manifest.py derives the set from the calls the code
 makes): contents write (push a fixer's commits), pull requests write (re-read pull
 requests, comments, reactions, minimize, auto-merge), merge queues write (enqueue, read the
-queue, `merge_group` events), checks read and actions read (failed checks, runs, jobs, logs;
-`check_run` and `workflow_run` events), issues read (the `issue_comment` event: a comment
+queue, `merge_group` events), checks write (landbot's own `landbot` and `landbot config`
+check runs; reading failed checks and their annotations, `check_run` events), actions read
+(runs, jobs, logs; `workflow_run` events), issues read (the `issue_comment` event: a comment
 on a pull request is an issue comment), metadata read (always; a collaborator's role).
+Contents (held as write) also covers reading `.github/landbot.toml` and the default
+branch's tip, and the `push` event that re-reads it; pull requests write covers labels on
+a pull request ("pull requests and related comments, assignees, labels, milestones, and
+merges", GitHub's description of the permission in its OpenAPI `app-permissions`).
 
 `url` is the App's homepage: the operator's own (the webhook's origin unless --url says
 otherwise), never an App slug they do not own. `redirect_url` belongs to the manifest flow

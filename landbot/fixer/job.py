@@ -54,7 +54,7 @@ from landbot.fixer.prompt import (
     evidence_json,
 )
 from landbot.fixer.verdict import AgentVerdict, judge
-from landbot.git.quarantine import BUNDLE_NAME, ResultRefused, read_exchange_file
+from landbot.git.quarantine import BUNDLE_NAME, BundleLimits, ResultRefused, read_exchange_file
 
 if TYPE_CHECKING:
     from landbot.config import Settings
@@ -89,6 +89,8 @@ class AgentOutcome:
     stdout_tail: bytes = b""
     stderr_tail: bytes = b""
     refused: tuple[str, ...] = ()  # requests the proxy refused, for the log
+    bundle: bytes | None = None  # run_local_job(export=True): the job's new commits
+    bundle_refused: str | None = None  # ... or why there is no bundle
 
 
 # --- the exchange folders -------------------------------------------------------------
@@ -694,9 +696,13 @@ def run_local_job(
     agent_name: str | None = None,
     limits: JobLimits = JobLimits(),
     model: str | None = None,
+    export: bool = False,
+    export_limit: int = BundleLimits().max_bytes,
 ) -> AgentOutcome:
     """`landbot fixer run`: the agent on an operator's checkout. No GitHub, no publishing;
-    the checkout is handed to the sandbox uid (as `landbot sandbox run` does)."""
+    the checkout is handed to the sandbox uid (as `landbot sandbox run` does). With
+    `export`, the job's new commits (over HEAD and MERGE_HEAD as they were) come back as
+    `outcome.bundle`, taken as `export_result` takes a workspace's (`fixer run --out`)."""
     from landbot.sandbox.runner import check_host, prepare_workdir
 
     real = Path(os.path.realpath(workdir))
@@ -719,10 +725,21 @@ def run_local_job(
     uid, gid = settings.sandbox.uid, settings.sandbox.gid
     preserved = check_local_gitdir(real)
     prepare_workdir(real, uid, gid)
-    task = local_task(real, data, state=read_local_state(real, uid, gid))
+    state = read_local_state(real, uid, gid)
+    task = local_task(real, data, state=state)
     task = replace(task, protected_paths=tuple(settings.fixer.protected_paths))
     try:
         with _inputs_folder(None) as inputs:
-            return run_agent(task, real, inputs, settings, agent=agent, limits=limits, model=model)
+            outcome = run_agent(
+                task, real, inputs, settings, agent=agent, limits=limits, model=model
+            )
     finally:
         sanitize_gitdir(real, preserved, uid, gid)
+    if not export:
+        return outcome
+    started = tuple(sha for sha in dict.fromkeys(state[:2]) if sha)
+    try:
+        bundle = export_result(real, started, uid=uid, gid=gid, limit=export_limit)
+    except ResultRefused as exc:
+        return replace(outcome, bundle_refused=str(exc))
+    return replace(outcome, bundle=bundle)

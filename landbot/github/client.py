@@ -37,9 +37,12 @@ from landbot.github.errors import (
 )
 from landbot.github.models import (
     Annotation,
+    BranchHead,
+    CheckOutput,
     CheckRun,
     Comment,
     EnqueueResult,
+    FileContent,
     Job,
     MergeQueueEntry,
     PullRemovals,
@@ -63,6 +66,15 @@ USER_AGENT = "landbot"
 PER_PAGE = 100
 # GITHUB_TOKEN cannot read GET /user; comments it writes are by this account.
 ACTIONS_BOT = "github-actions[bot]"
+# "The Checks API limits the number of annotations to a maximum of 50 per API request. To
+# create more than 50 annotations, you have to make multiple requests to the Update a check
+# run endpoint. Each time you update the check run, annotations are appended"
+# (docs.github.com/rest/checks/runs#create-a-check-run, the `output.annotations` parameter).
+ANNOTATIONS_PER_REQUEST = 50
+# Get repository content: files over 1 MB come with `"encoding": "none"` and an empty
+# `content`; "to get the contents of these larger files, use the raw media type"
+# (docs.github.com/rest/repos/contents#get-repository-content).
+RAW_MEDIA_TYPE = "application/vnd.github.raw+json"
 # Permission names GitHub defines; a custom role's name falls back to `permission`.
 ROLES = ("admin", "maintain", "write", "triage", "read", "none")
 _NODE_MEMORY = 10_000  # node id -> repository entries kept for App auth of node-id calls
@@ -317,6 +329,89 @@ class GitHubClient:
         """
         return self._job_log(repo, job_id, chunk_size)
 
+    def create_check_run(
+        self,
+        repo: str,
+        head_sha: str,
+        *,
+        name: str,
+        status: str,
+        external_id: str | None = None,
+        details_url: str | None = None,
+        conclusion: str | None = None,
+        output: CheckOutput | None = None,
+    ) -> CheckRun:
+        """POST a check run (an App's: a personal token is refused by GitHub with a 403).
+
+        Not repeated after an unknown outcome (a second POST makes a second run): the caller
+        finds the run by `external_id` instead. Annotations past the first 50 follow in
+        PATCHes of the same output, as GitHub's docs say.
+        """
+        body: dict[str, Any] = {"name": name, "head_sha": head_sha, "status": status}
+        if external_id is not None:
+            body["external_id"] = external_id
+        if details_url is not None:
+            body["details_url"] = details_url
+        if conclusion is not None:
+            body["conclusion"] = conclusion
+        batches = _annotation_batches(output)
+        if output is not None:
+            body["output"] = _output_json(output, batches[0])
+        data = self._rest("POST", f"{repo_path(repo)}/check-runs", repo=repo, json=body)
+        made = self._parse(parse.check_run, data, "check run")
+        return self._more_annotations(repo, made, output, batches[1:])
+
+    def update_check_run(
+        self,
+        repo: str,
+        check_run_id: int,
+        *,
+        status: str | None = None,
+        conclusion: str | None = None,
+        details_url: str | None = None,
+        output: CheckOutput | None = None,
+    ) -> CheckRun:
+        body: dict[str, Any] = {}
+        if status is not None:
+            body["status"] = status
+        if conclusion is not None:
+            body["conclusion"] = conclusion
+        if details_url is not None:
+            body["details_url"] = details_url
+        batches = _annotation_batches(output)
+        if output is not None:
+            body["output"] = _output_json(output, batches[0])
+        data = self._patch_check_run(repo, check_run_id, body)
+        updated = self._parse(parse.check_run, data, "check run")
+        return self._more_annotations(repo, updated, output, batches[1:])
+
+    def _patch_check_run(self, repo: str, check_run_id: int, body: dict[str, Any]) -> Any:
+        # Setting status, conclusion or output again gives the same run; annotations are
+        # appended, so a PATCH carrying some is not repeated after an unknown outcome.
+        output = body.get("output")
+        appends = isinstance(output, dict) and bool(output.get("annotations"))
+        return self._rest(
+            "PATCH",
+            f"{repo_path(repo)}/check-runs/{int(check_run_id)}",
+            repo=repo,
+            json=body,
+            repeatable=not appends,
+        )
+
+    def _more_annotations(
+        self,
+        repo: str,
+        run: CheckRun,
+        output: CheckOutput | None,
+        batches: list[tuple[Annotation, ...]],
+    ) -> CheckRun:
+        """The annotations past the first request's 50, 50 per PATCH (GitHub appends them)."""
+        for batch in batches:
+            assert output is not None  # batches come from an output
+            data = self._patch_check_run(repo, run.id, {"output": _output_json(output, batch)})
+            run = self._parse(parse.check_run, data, "check run")
+        return run
+
     # --- comments --------------------------------------------------------------------
 
     def comments(self, repo: str, number: int) -> list[Comment]:
@@ -396,6 +491,76 @@ class GitHubClient:
             repeatable=True,  # GitHub answers 200 with the existing reaction
         )
 
+    # --- labels ----------------------------------------------------------------------
+
+    def add_label(self, repo: str, number: int, name: str) -> None:
+        """Add a label to an issue or pull request (GitHub creates a label it lacks)."""
+        self._rest(
+            "POST",
+            f"{repo_path(repo)}/issues/{int(number)}/labels",
+            repo=repo,
+            json={"labels": [name]},
+            repeatable=True,  # adding a label the issue has is a no-op
+        )
+
+    def remove_label(self, repo: str, number: int, name: str) -> bool:
+        """Remove a label; False when the issue does not have it (GitHub's 404)."""
+        path = f"{repo_path(repo)}/issues/{int(number)}/labels/{quote(name, safe='')}"
+        try:
+            self._rest("DELETE", path, repo=repo, repeatable=True)
+        except NotFound:
+            return False
+        return True
+
+    # --- repository files ------------------------------------------------------------
+
+    def default_branch(self, repo: str) -> BranchHead:
+        """The default branch (GET /repos/{o}/{r}) and its tip (GET …/branches/{branch})."""
+        data = self._rest("GET", repo_path(repo), repo=repo)
+        branch = str(data["default_branch"]) if isinstance(data, dict) else ""
+        if not branch:
+            raise GitHubError(200, f"repository {repo}: no default_branch in GitHub's answer")
+        tip = self._rest("GET", f"{repo_path(repo)}/branches/{quote(branch, safe='')}", repo=repo)
+        return self._parse(parse.branch_head, tip, "branch")
+
+    def file_contents(self, repo: str, path: str, *, ref: str | None = None) -> FileContent | None:
+        """The file at `path` (at `ref`, else the default branch), decoded; None if absent.
+
+        A directory, a symlink to outside the repository or a submodule, or a file that is
+        not UTF-8, is a GitHubError. A file over 1 MB comes without content; it is read
+        again with the raw media type, as GitHub's docs say.
+        """
+        url = f"{repo_path(repo)}/contents/{quote(path.lstrip('/'), safe='/')}"
+        params = {"ref": ref} if ref else None
+        data = self._rest("GET", url, repo=repo, params=params, missing_ok=True)
+        if data is None:
+            return None
+        try:
+            found = parse.file_content(data)
+        except parse.NotAFile as exc:
+            raise GitHubError(200, f"{repo}:{path} {exc}; name a file") from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise GitHubError(
+                200, f"unexpected contents object from GitHub for {repo}:{path} ({exc})"
+            ) from None
+        raw = found.content
+        if raw is None:  # over 1 MB: encoding "none"
+            raw = self._raw_file(repo, url, params)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise GitHubError(200, f"{repo}:{path} is not UTF-8 text; save it as UTF-8") from None
+        return FileContent(path=found.path, sha=found.sha, text=text, size=found.size)
+
+    def _raw_file(self, repo: str, url: str, params: dict[str, Any] | None) -> bytes:
+        def attempt(authz: str) -> httpx.Response:
+            return self._exchange(
+                "GET", url, authorization=authz, params=params, accept=RAW_MEDIA_TYPE
+            )
+
+        response = self._call(attempt, repo=repo, mutation=False)
+        return response.content
+
     # --- people ----------------------------------------------------------------------
 
     def collaborator_permission(self, repo: str, username: str) -> str:
@@ -452,8 +617,11 @@ class GitHubClient:
             self._gh = gh
         return self._gh
 
-    def _headers(self, authorization: str) -> dict[str, str]:
-        return {"Authorization": authorization, "X-GitHub-Api-Version": API_VERSION}
+    def _headers(self, authorization: str, accept: str | None = None) -> dict[str, str]:
+        headers = {"Authorization": authorization, "X-GitHub-Api-Version": API_VERSION}
+        if accept is not None:
+            headers["Accept"] = accept
+        return headers
 
     def _exchange(
         self,
@@ -463,6 +631,7 @@ class GitHubClient:
         authorization: str,
         params: dict[str, Any] | None = None,
         json: Any = None,
+        accept: str | None = None,
     ) -> httpx.Response:
         """One HTTP request, its failure classified into the errors the policy knows."""
         from githubkit.exception import RequestError, RequestFailed, RequestTimeout
@@ -471,7 +640,7 @@ class GitHubClient:
         self.calls += 1
         try:
             response = gh.request(
-                method, url, params=params, json=json, headers=self._headers(authorization)
+                method, url, params=params, json=json, headers=self._headers(authorization, accept)
             )
         except RequestFailed as exc:  # includes githubkit's rate-limit subclasses
             self._observe(url, exc.response.raw_response)
@@ -775,6 +944,36 @@ class GitHubClient:
             raise GitHubError(
                 200, f"unexpected {what} object from GitHub (missing or bad {exc})"
             ) from None
+
+
+def _annotation_batches(output: CheckOutput | None) -> list[tuple[Annotation, ...]]:
+    """The output's annotations in requests of at most 50 (one empty batch when none)."""
+    notes = output.annotations if output is not None else ()
+    step = ANNOTATIONS_PER_REQUEST
+    return [notes[i : i + step] for i in range(0, len(notes), step)] or [()]
+
+
+def _output_json(output: CheckOutput, annotations: tuple[Annotation, ...]) -> dict[str, Any]:
+    body: dict[str, Any] = {"title": output.title, "summary": output.summary}
+    if output.text is not None:
+        body["text"] = output.text
+    if annotations:
+        body["annotations"] = [_annotation_json(a) for a in annotations]
+    return body
+
+
+def _annotation_json(a: Annotation) -> dict[str, Any]:
+    # end_line is required by GitHub; None in the model means "the start line".
+    body: dict[str, Any] = {
+        "path": a.path,
+        "start_line": a.start_line,
+        "end_line": a.end_line if a.end_line is not None else a.start_line,
+        "annotation_level": a.annotation_level,
+        "message": a.message,
+    }
+    if a.title:
+        body["title"] = a.title
+    return body
 
 
 def _chunks(response: httpx.Response, chunk_size: int | None) -> Iterator[bytes]:

@@ -77,6 +77,8 @@ class CheckRun:
     started_at: datetime | None
     completed_at: datetime | None
     annotations_count: int = 0  # output.annotations_count: whether annotations are worth a call
+    head_sha: str | None = None
+    external_id: str | None = None  # landbot's own check runs: "drop:<id>" (found on resume)
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,37 @@ class Annotation:
     annotation_level: str  # notice | warning | failure
     message: str
     title: str = ""
+    end_line: int | None = None  # None: the start line
+
+
+@dataclass(frozen=True)
+class CheckOutput:
+    """The `output` of a check run landbot writes (title, markdown summary, annotations).
+
+    GitHub takes at most 50 annotations per request; the client sends more in batches."""
+
+    title: str
+    summary: str
+    text: str | None = None
+    annotations: tuple[Annotation, ...] = ()
+
+
+@dataclass(frozen=True)
+class FileContent:
+    """One file as `GET /repos/{owner}/{repo}/contents/{path}` serves it, decoded."""
+
+    path: str
+    sha: str  # the blob's sha: names this version of the file
+    text: str  # UTF-8; a file that is not is refused by the client (GitHubError)
+    size: int
+
+
+@dataclass(frozen=True)
+class BranchHead:
+    """A repository's default branch and the commit at its tip."""
+
+    branch: str
+    sha: str
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,12 @@ from typing import Any, Protocol, runtime_checkable
 
 from landbot.github.models import (
     Annotation,
+    BranchHead,
+    CheckOutput,
     CheckRun,
     Comment,
     EnqueueResult,
+    FileContent,
     Job,
     PullRemovals,
     PullState,
@@ -47,6 +50,58 @@ class SweepOps(Protocol):
     def queue_removals(self, repo: str, *, first: int = 50) -> list[PullRemovals]: ...
 
 
+class ReadsFiles(Protocol):
+    def default_branch(self, repo: str) -> BranchHead:
+        """The default branch and its tip (`GET /repos/{o}/{r}`, then its branch)."""
+        ...
+
+    def file_contents(self, repo: str, path: str, *, ref: str | None = None) -> FileContent | None:
+        """The file at `ref` (None: the default branch); None when there is no such file."""
+        ...
+
+
+class WritesChecks(Protocol):
+    """landbot's own check runs (the `checks: write` permission)."""
+
+    def create_check_run(
+        self,
+        repo: str,
+        head_sha: str,
+        *,
+        name: str,
+        status: str,  # queued | in_progress | completed
+        external_id: str | None = None,
+        details_url: str | None = None,
+        conclusion: str | None = None,  # required when status is completed
+        output: CheckOutput | None = None,
+    ) -> CheckRun: ...
+
+    def update_check_run(
+        self,
+        repo: str,
+        check_run_id: int,
+        *,
+        status: str | None = None,
+        conclusion: str | None = None,
+        details_url: str | None = None,
+        output: CheckOutput | None = None,
+    ) -> CheckRun:
+        """More than 50 annotations go in further PATCHes of the same output (GitHub's limit);
+        GitHub appends annotations, it does not replace them."""
+        ...
+
+
+class WritesLabels(Protocol):
+    def add_label(self, repo: str, number: int, name: str) -> None:
+        """Add a label to an issue or pull request (GitHub creates it when the repository has
+        no label of that name); adding one it has is harmless."""
+        ...
+
+    def remove_label(self, repo: str, number: int, name: str) -> bool:
+        """Remove a label; False when the issue did not have it (GitHub's 404), not an error."""
+        ...
+
+
 class GitHubOps(ReadsPull, Protocol):
     """What triage reads and the land stage writes."""
 
@@ -73,6 +128,11 @@ class GitHubOps(ReadsPull, Protocol):
     ) -> EnqueueResult: ...
 
     def collaborator_permission(self, repo: str, username: str) -> str: ...
+
+
+class LandOps(GitHubOps, WritesChecks, WritesLabels, Protocol):
+    """The land stage's writes beyond comments and the queue: its check run and labels
+    (triage, which only reads, asks for GitHubOps)."""
 
 
 @runtime_checkable

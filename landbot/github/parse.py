@@ -6,11 +6,15 @@ answered something else; the client turns it into a GitHubError); optional ones 
 
 from __future__ import annotations
 
+import base64
+import binascii
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from landbot.github.models import (
     Annotation,
+    BranchHead,
     CheckRun,
     Comment,
     EnqueueResult,
@@ -78,6 +82,8 @@ def check_run(obj: dict[str, Any]) -> CheckRun:
         started_at=timestamp(obj.get("started_at")),
         completed_at=timestamp(obj.get("completed_at")),
         annotations_count=_annotations_count(obj.get("output")),
+        head_sha=str(obj["head_sha"]) if obj.get("head_sha") else None,
+        external_id=str(obj["external_id"]) if obj.get("external_id") else None,
     )
 
 
@@ -88,12 +94,65 @@ def _annotations_count(output: Any) -> int:
 
 def annotation(obj: dict[str, Any]) -> Annotation:
     line = obj.get("start_line")
+    end = obj.get("end_line")
+    start = line if isinstance(line, int) else 0
     return Annotation(
         path=str(obj.get("path") or ""),
-        start_line=line if isinstance(line, int) else 0,
+        start_line=start,
         annotation_level=str(obj.get("annotation_level") or ""),
         message=str(obj.get("message") or ""),
         title=str(obj.get("title") or ""),
+        end_line=end if isinstance(end, int) and end != start else None,
+    )
+
+
+def branch_head(obj: dict[str, Any]) -> BranchHead:
+    """`GET /repos/{o}/{r}/branches/{branch}`: its name and the commit at its tip."""
+    return BranchHead(branch=str(obj["name"]), sha=str(obj["commit"]["sha"]))
+
+
+class NotAFile(ValueError):
+    """The contents API answered for something that is not a file (the text says what)."""
+
+
+@dataclass(frozen=True)
+class RawFile:
+    """A `type: file` answer of the contents API; `content` None when GitHub sent none
+    (`encoding: none`, a file over 1 MB: read it with the raw media type)."""
+
+    path: str
+    sha: str
+    size: int
+    content: bytes | None
+
+
+def file_content(obj: Any) -> RawFile:
+    """`GET /repos/{o}/{r}/contents/{path}` for a file. A directory is a list; a symlink
+    whose target is not a file in the repository comes as `type: symlink`, a submodule as
+    `type: submodule` (GitHub's docs): each is refused."""
+    if isinstance(obj, list):
+        raise NotAFile("is a directory")
+    kind = obj["type"]
+    if kind == "symlink":
+        raise NotAFile(f"is a symlink to {obj.get('target')!r}, outside the repository's files")
+    if kind == "submodule":
+        raise NotAFile("is a submodule")
+    if kind != "file":
+        raise NotAFile(f"is a {kind}, not a file")
+    encoding = obj.get("encoding")
+    content: bytes | None
+    if encoding == "base64":
+        try:
+            # GitHub wraps the base64 text at 60 characters: the newlines are not data.
+            content = base64.b64decode("".join(str(obj["content"]).split()), validate=True)
+        except binascii.Error as exc:
+            raise ValueError(f"bad base64 content: {exc}") from None
+    elif encoding == "none" or (encoding in (None, "") and not obj.get("content")):
+        content = None
+    else:
+        raise ValueError(f"content encoding {encoding!r}")
+    return RawFile(
+        path=str(obj["path"]), sha=str(obj["sha"]), size=int(obj["size"]), content=content
     )
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -22,14 +21,14 @@ from landbot.core import keys
 from landbot.core.groups import FAILED, parse_group_ref
 from landbot.core.model import Superseded
 from landbot.core.reasons import normalize
-from landbot.intake import payloads
+from landbot.intake import commands, payloads
+from landbot.repo_config import REPO_FILE
 from landbot.store import Store
 
 log = logging.getLogger("landbot.intake")
 
 # The same removal reported by two doors (webhook, poll) lands within this window.
 SAME_REMOVAL_WINDOW = dt.timedelta(minutes=15)
-RETRY_COMMAND = re.compile(r"^\s*/landbot\s+retry\s*$", re.M)
 
 
 # Covariant, as the event is frozen: a helper taking the event of a base payload (`_pr`)
@@ -365,6 +364,69 @@ def _workflow_run(d: WebhookEvent[payloads.WorkflowRunCompleted], store: Store) 
     return _group_failure(d, store, "workflow_run", run, run.head_branch)
 
 
+# --- push: a repository's own settings file ---------------------------------------------
+
+# GitHub's documentation of the push event (docs.github.com/en/webhooks/webhook-events-and-
+# payloads#push, and the webhook-push schema of its OpenAPI description) lists at most 2048
+# commits per payload and at most 3000 files per commit in `added`; older texts, and GitHub
+# Enterprise Server's, say 20 commits. A push reaching either bound may list less than it
+# changed, so it counts as touching the file: a needless re-read costs 3 calls, a missed one
+# leaves the old settings in effect until the TTL (pipeline/repo_settings.py).
+PUSH_COMMITS_LISTED = 20
+PUSH_FILES_LISTED = 3000
+
+
+def touches(push: payloads.PushEvent, path: str) -> bool:
+    """Whether `push` may have changed `path`: it lists the path, or may not list all."""
+    if push.forced or push.created:
+        # A force push can bring back an older version of the file with no commit listed.
+        return True
+    if push.commits is None or len(push.commits) >= PUSH_COMMITS_LISTED:
+        return True
+    for commit in push.commits:
+        lists = (commit.added, commit.removed, commit.modified)
+        if any(files is None for files in lists):
+            return True
+        if sum(len(files or ()) for files in lists) >= PUSH_FILES_LISTED:
+            return True
+        if any(path in (files or ()) for files in lists):
+            return True
+    return False
+
+
+@route("push", None, payloads.PushEvent)
+def _push(d: WebhookEvent[payloads.PushEvent], store: Store) -> str:
+    """A push to the default branch that touched the repository's settings file marks it
+    stale and queues its re-read, so an invalid file is reported within seconds. The path
+    is the one last read (the host's `[policy] repo_file`), else the default: intake does
+    not read the settings."""
+    push = d.payload
+    branch = push.repository.default_branch
+    if d.repo is None or branch is None or push.ref != f"refs/heads/{branch}":
+        return "not a push to the default branch"
+    if push.deleted:
+        return "the default branch was deleted"
+    row = store.repo_file(d.repo)
+    path = row.path if row is not None else REPO_FILE
+    if not touches(push, path):
+        return f"push to {branch}: {path} untouched"
+    with store.tx():
+        store.mark_repo_file_stale(d.repo, path)
+        store.add_job(
+            "repo_file", {"repo": d.repo, "path": path}, dedupe_key=f"repo_file:{d.delivery_id}"
+        )
+    logs.event(
+        log,
+        "settings file pushed",
+        repo=d.repo,
+        delivery_id=d.delivery_id,
+        path=path,
+        branch=branch,
+        after=push.after,
+    )
+    return f"push to {branch} touched {path}: re-read queued"
+
+
 # --- commands ----------------------------------------------------------------------------
 
 
@@ -373,19 +435,37 @@ def _comment(d: WebhookEvent[payloads.IssueCommentCreated], store: Store) -> str
     issue, comment = d.payload.issue, d.payload.comment
     if d.repo is None or not issue.is_pull_request:
         return "not a pull request comment"
-    if not RETRY_COMMAND.search(comment.body or ""):
+    # The slug is unknown here (no GitHub call on this path): the candidate lines go to the
+    # worker, which parses them with the App's names (intake/commands.py says why).
+    lines = commands.candidate_lines(comment.body or "")
+    if not lines:
         return "no command"
-    user = comment.user.login
-    if comment.user.type == "Bot":
+    user, user_type = comment.user.login, comment.user.type
+    if commands.is_bot(user, user_type):
+        # Two bots must not answer each other: no job, no reply.
+        logs.event(
+            log,
+            "command from a bot ignored",
+            repo=d.repo,
+            pr=issue.number,
+            delivery_id=d.delivery_id,
+            user=user,
+            comment_id=comment.id,
+        )
         return "command from a bot: ignored"
+    # The command as `/landbot` reads it; the worker reads the lines again with the slug.
+    guess = commands.parse_command("\n".join(lines), (commands.SLASH_NAME,))
+    name = guess.name if guess is not None else "mention"
     store.add_job(
         "command",
         {
-            "command": "retry",
+            "command": name,
             "repo": d.repo,
             "pr": issue.number,
             "user": user,
             "comment_id": comment.id,
+            "user_type": user_type,
+            "lines": lines,
         },
         dedupe_key=f"command:{d.delivery_id}",
     )
@@ -395,8 +475,8 @@ def _comment(d: WebhookEvent[payloads.IssueCommentCreated], store: Store) -> str
         repo=d.repo,
         pr=issue.number,
         delivery_id=d.delivery_id,
-        command="retry",
+        command=name,
         user=user,
         comment_id=comment.id,
     )
-    return f"/landbot retry from {user} on #{issue.number}"
+    return f"{lines[0][:60]} from {user} on #{issue.number}"

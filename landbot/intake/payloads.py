@@ -185,3 +185,30 @@ class Issue(Part):
 class IssueCommentCreated(Payload):
     issue: Issue = Issue()
     comment: Comment = Comment()
+
+
+# --- push (a repository's own settings file) ----------------------------------------------
+
+
+class PushRepository(Repository):
+    default_branch: str | None = None
+
+
+class PushCommit(Part):
+    # None (unreadable): the commit may have touched any file.
+    added: list[str] | None = None
+    removed: list[str] | None = None
+    modified: list[str] | None = None
+
+
+class PushEvent(Payload):
+    """`push`: which files the pushed commits touched, on which branch."""
+
+    ref: str | None = None
+    before: str | None = None
+    after: str | None = None
+    created: bool | None = None
+    deleted: bool | None = None
+    forced: bool | None = None
+    commits: list[PushCommit] | None = None  # None (unreadable): any file may have changed
+    repository: PushRepository = PushRepository()

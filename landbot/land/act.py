@@ -26,12 +26,15 @@ minimize older hand-back  sent again once (twice is harmless); cosmetic, so a re
                           logged and does not fail the drop
 reaction (commands)       the client repeats it (`repeatable`): GitHub answers with the
                           existing reaction
+command reply             the comments listed for `<!-- landbot:reply -->` plus the
+                          command's tag `<!-- landbot:command N -->` (land/replies.py)
 push (publish.py)         `git ls-remote` of the branch: at the fix, it applied; still at
                           the job's start, pushed once more under the same lease; anywhere
                           else, someone moved it: refused, nothing more
 auto-merge (publish.py)   re-read the PR: armed at the pushed head, it applied; not armed
                           there, sent once more; head moved, not armed (handed back)
-check runs                landbot creates none
+check runs, fixing label  land/checks.py: the `landbot` check run (found by its external_id)
+                          and the label; a refusal is logged and does not fail the drop
 
 A second unknown answer, or a verification that cannot be read, leaves the action
 "started" and the job is retried later (the worker treats MutationOutcomeUnknown as
@@ -57,7 +60,8 @@ from landbot.github.errors import (
     ServerError,
 )
 from landbot.github.models import Comment, EnqueueResult, QueueEvent
-from landbot.github.ops import GitHubOps, SweepOps
+from landbot.github.ops import LandOps, SweepOps
+from landbot.land.checks import add_fixing_label
 from landbot.land.comments import (
     FIX_MARKER,
     HANDBACK_MARKER,
@@ -89,15 +93,16 @@ class Actor:
     def __init__(
         self,
         store: Store,
-        gh: GitHubOps,
+        gh: LandOps,
         *,
         progress: Progress | None = None,
         failpoint: Callable[[str], None] | None = None,
-        policy: Policy | None = None,
+        policy_for: Callable[[str], Policy] | None = None,
     ) -> None:
         self.store = store
         self.gh = gh
-        self.policy = policy or Policy()  # the comments name its skip label and caps
+        # The comments name the repository's skip label and caps.
+        self.policy_for = policy_for or (lambda repo: Policy())
         # Progress notes go to the log at debug: the events below say the same, as fields.
         self.progress = progress or (lambda msg: log.debug("%s", msg))
         self.failpoint = failpoint or (lambda name: None)
@@ -167,6 +172,10 @@ class Actor:
         elif isinstance(action, RunFixer):
             # With the ledger's key: a plan resumed after a crash does not spend twice.
             self.store.spend(drop.repo, drop.pr, drop.head_sha, fixes=1, key=key)
+            # The label goes on before the job exists, so no fix job can settle the drop
+            # (land/checks.py takes it off then) before the ledger says it is on.
+            label = self.policy_for(drop.repo).fixing_label
+            labelled = bool(label) and add_fixing_label(self.gh, drop, label)
             job = self.store.add_job(
                 "fix",
                 {"drop_id": drop.id, "mode": action.mode},
@@ -174,14 +183,15 @@ class Actor:
                 dedupe_key=keys.fix_job(drop.repo, drop.pr, action.head_sha, drop.id),
                 drop_id=drop.id,
             )
-            result = {"job": job}
+            result = {"job": job, **({"label": label} if labelled else {})}
             logs.event(log, "fixer job queued", fix_job_id=job, mode=action.mode)
         self.failpoint(f"after_{kind.lower()}")
         self.store.finish_action(key, "done", result)
 
-    def react(self, repo: str, comment_id: int, *, accepted: bool) -> None:
-        """Answer a comment command: 👀 when accepted, 👎 when refused."""
-        content = "eyes" if accepted else "-1"
+    def react(self, repo: str, comment_id: int) -> None:
+        """Answer an accepted comment command with 👀 (every command also gets a reply,
+        land/replies.py: a refusal says why there, never only with an emoji)."""
+        content = "eyes"
         self.gh.add_reaction(repo, comment_id, content)
         logs.event(log, "reaction added", repo=repo, comment_id=comment_id, content=content)
 
@@ -276,7 +286,13 @@ class Actor:
         tag = f"<!-- landbot:drop {drop.id} -->"
         body = (
             render_handback(
-                action.topic, drop, pr, evidence, fixer, cap=action.cap, policy=self.policy
+                action.topic,
+                drop,
+                pr,
+                evidence,
+                fixer,
+                cap=action.cap,
+                policy=self.policy_for(drop.repo),
             )
             + tag
             + "\n"
@@ -297,7 +313,8 @@ class Actor:
             # The older hand-back is outdated: fold it away so one current one stands.
             self._minimize(drop, previous[1])
         self.store.save_comment(drop.repo, drop.pr, "handback", comment.id, comment.node_id)
-        return {"comment": comment.id}
+        # The url is the `landbot` check run's details link (land/checks.py).
+        return {"comment": comment.id, "url": comment.html_url}
 
     def _announce(
         self, drop: Drop, pr: PrSnapshot, evidence: Evidence, fixer: FixerResult, *, resumed: bool
@@ -329,29 +346,35 @@ class Actor:
     def _new_comment(
         self, drop: Drop, marker: str, tag: str, body: str, *, resumed: bool
     ) -> Comment:
+        what = "fix announcement" if marker == FIX_MARKER else "hand-back comment"
+        return self.post_once(drop.repo, drop.pr, marker, tag, body, resumed=resumed, what=what)
+
+    def post_once(
+        self, repo: str, number: int, marker: str, tag: str, body: str, *, resumed: bool, what: str
+    ) -> Comment:
         """Post a new comment once: a resumed action, or one whose answer never came, looks
-        for its marker and this drop's tag first, and creates it once more only if absent."""
-        comment = self._find_comment(drop, marker, tag) if resumed else None
+        for its marker and its tag (a drop's, a command's) first, and creates it once more
+        only if absent. `what` names it in a refusal ("hand-back comment")."""
+        comment = self._find_comment(repo, number, marker, tag) if resumed else None
         if comment is None:
             try:
-                comment = self._create_comment(drop, marker, body)
+                comment = self._create_comment(repo, number, body, what)
             except MutationOutcomeUnknown:
-                # Posted or not: this drop's tag says which; created once more only if not.
-                comment = self._find_comment(drop, marker, tag) or self._create_comment(
-                    drop, marker, body
+                # Posted or not: the tag says which; created once more only if not.
+                comment = self._find_comment(repo, number, marker, tag) or self._create_comment(
+                    repo, number, body, what
                 )
         return comment
 
-    def _find_comment(self, drop: Drop, marker: str, tag: str) -> Comment | None:
+    def _find_comment(self, repo: str, number: int, marker: str, tag: str) -> Comment | None:
         return next(
-            (c for c in self.gh.comments(drop.repo, drop.pr) if tag in c.body and marker in c.body),
+            (c for c in self.gh.comments(repo, number) if tag in c.body and marker in c.body),
             None,
         )
 
-    def _create_comment(self, drop: Drop, marker: str, body: str) -> Comment:
-        what = "fix announcement" if marker == FIX_MARKER else "hand-back comment"
+    def _create_comment(self, repo: str, number: int, body: str, what: str) -> Comment:
         try:
-            return self.gh.create_comment(drop.repo, drop.pr, body)
+            return self.gh.create_comment(repo, number, body)
         except GitHubError as exc:
             raise refused(what, exc) from exc
 

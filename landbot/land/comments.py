@@ -50,6 +50,11 @@ def _short(sha: str | None) -> str:
     return (sha or "")[:7]
 
 
+def removed_sentence(drop: Drop) -> str:
+    """The sentence every text opens with: the merge queue removed it, at which commit, why."""
+    return _removed(drop)
+
+
 def _removed(drop: Drop) -> str:
     why = _REASON_TEXT.get(drop.reason, drop.reason)
     if drop.reason == "unknown" and drop.raw_reason:
@@ -230,12 +235,16 @@ def render_handback(
     *,
     cap: Cap | None = None,
     policy: Policy | None = None,
+    mention: bool = True,
 ) -> str:
+    """`mention=False`: the same text without the marker and the @-mention (the `landbot`
+    check run's summary, land/checks.py: the comment is what notifies)."""
     policy = policy or _DEFAULT_POLICY
     cap_sentence, lift = _cap_text(cap, policy)
+    greeting = f"@{pr.author} {_removed(drop)} landbot hands it back to you."
     parts = [
-        HANDBACK_MARKER,
-        f"@{pr.author} {_removed(drop)} landbot hands it back to you.",
+        *([HANDBACK_MARKER] if mention else []),
+        greeting if mention else f"{_removed(drop)} landbot hands it back to the author.",
         "",
         f"**What to decide:** {_DECIDE[topic].format(cap=cap_sentence)}",
     ]

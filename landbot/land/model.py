@@ -47,6 +47,8 @@ class Policy:
     cap_window: dt.timedelta = dt.timedelta(days=1)
     # Triage classes that are not the pull request's fault: re-enqueue within the budget.
     requeue_classes: frozenset[str] = NOT_ITS_FAULT
+    # Shown on the PR while the fixer works on it ("" for none).
+    fixing_label: str = ""
 
     @classmethod
     def from_settings(cls, settings: Settings, *, fixer_enabled: bool = False) -> Policy:
@@ -63,6 +65,8 @@ class Policy:
             max_requeues_per_pr=p.max_requeues_per_pr,
             max_fixer_runs_per_pr=p.max_fixer_runs_per_pr,
             cap_window=dt.timedelta(hours=p.cap_window_hours),
+            requeue_classes=frozenset(p.requeue_classes),
+            fixing_label=p.fixing_label,
         )
 
 

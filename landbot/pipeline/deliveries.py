@@ -27,7 +27,18 @@ def apply(delivery: events.WebhookEvent[Any], store: Store) -> str:
         if handled.old_head is not None
         else keys.pr_jobs(handled.repo, handled.pr)
     )
+    # A fix job cancelled while it waits leaves its drop's `landbot` check run in progress
+    # and maybe the fixing label on: a job of its own ends them (intake calls no GitHub).
+    fix_waits = any(
+        j.kind == "fix" and (j.dedupe_key or "").startswith(prefix) for j in store.jobs("queued")
+    )
     n = store.cancel_jobs(prefix, outcome=decision.outcome, why=decision.why)
+    if n and fix_waits:
+        store.add_job(
+            "checks",
+            {"repo": handled.repo, "pr": handled.pr},
+            dedupe_key=f"checks:{delivery.delivery_id}",
+        )
     logs.event(
         log,
         "pending work cancelled" if n else "nothing pending to cancel",

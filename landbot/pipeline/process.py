@@ -15,9 +15,10 @@ from typing import Any
 from landbot import logs
 from landbot.config import Settings
 from landbot.core.model import Drop, Evidence, FixerResult, History, PrSnapshot
-from landbot.github.ops import GitHubOps
+from landbot.github.ops import GitHubOps, LandOps
 from landbot.land import decide as d
 from landbot.land.act import Actor, Progress
+from landbot.land.checks import CheckWriter
 from landbot.land.model import Decision, Policy
 from landbot.land.plan import evidence_from, plan_from, plan_json
 from landbot.store import Store
@@ -34,25 +35,50 @@ class Lander:
         self,
         settings: Settings,
         store: Store,
-        gh: GitHubOps,
+        gh: LandOps,
         *,
         gather: Gather | None = None,
         fixer_enabled: bool = False,
         progress: Progress | None = None,
         failpoint: Callable[[str], None] | None = None,
+        settings_for: Callable[[str], Settings] | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.gh = gh
+        self._gather = gather
         self.gather = gather or Gatherer.from_settings(settings)
-        self.policy = Policy.from_settings(settings, fixer_enabled=fixer_enabled)
+        self.fixer_enabled = fixer_enabled
+        # The settings in effect for one repository: the host's, narrowed by the
+        # repository's own file (pipeline/repo_settings.py); the host's alone by default.
+        self._settings_for = settings_for or (lambda repo: settings)
         # Progress notes are for a person watching `landbot retry`; the log has the
         # decision and action events, so these go to it at debug only.
         self.progress = progress or (lambda msg: log.debug("%s", msg))
         self.failpoint = failpoint or (lambda name: None)
         self.actor = Actor(
-            store, gh, progress=self.progress, failpoint=self.failpoint, policy=self.policy
+            store, gh, progress=self.progress, failpoint=self.failpoint, policy_for=self.policy_for
         )
+        # The `landbot` check run on the drop's head and the fixing label (land/checks.py).
+        self.checks = CheckWriter(store, gh, policy_for=self.policy_for, failpoint=self.failpoint)
+
+    def settings_for(self, repo: str) -> Settings:
+        """The settings in effect for `repo` (the host's narrowed by the repository's file)."""
+        return self._settings_for(repo)
+
+    def policy_for(self, repo: str) -> Policy:
+        """The decision's policy for `repo`."""
+        mine = self.settings_for(repo)
+        # A repository's file may switch its fixer off, never on.
+        enabled = self.fixer_enabled and not mine.fixer.switched_off
+        return Policy.from_settings(mine, fixer_enabled=enabled)
+
+    def gather_for(self, repo: str) -> Gather:
+        """Triage for `repo` (its own triage rules count)."""
+        mine = self.settings_for(repo)
+        if self._gather is not None or mine is self.settings:
+            return self.gather
+        return Gatherer.from_settings(mine)
 
     def process(self, drop_id: int, fixer: FixerResult | None = None) -> Decision:
         """Carry one drop to its outcome; safe to call again after a crash at any point."""
@@ -94,18 +120,29 @@ class Lander:
         if decision.actions:
             if pr is None:
                 pr = self.reread(drop)
-                gone = d.taken_away(pr, self.policy)
+                gone = d.taken_away(pr, self.policy_for(drop.repo))
                 if gone is not None:
                     # Resuming after a crash, and a person closed the PR or opted it out in
                     # between: what was not done yet is not done now.
-                    return self.settle(drop_id, drop, gone)
+                    return self.settle(drop_id, drop, gone, pr=pr)
             for index, action in enumerate(decision.actions):
                 self.actor.act(drop, pr, evidence, fixer, index, action)
-        return self.settle(drop_id, drop, decision)
+        return self.settle(drop_id, drop, decision, pr=pr, evidence=evidence, fixer=fixer)
 
-    def settle(self, drop_id: int, drop: Drop, decision: Decision) -> Decision:
-        """Record the outcome a decision chose."""
+    def settle(
+        self,
+        drop_id: int,
+        drop: Drop,
+        decision: Decision,
+        *,
+        pr: PrSnapshot | None = None,
+        evidence: Evidence | None = None,
+        fixer: FixerResult | None = None,
+    ) -> Decision:
+        """Record the outcome a decision chose; a settled one completes the drop's check
+        run (what it shows comes from `pr`, `evidence` and `fixer` when known)."""
         self.store.update_drop(drop_id, outcome=decision.outcome, summary=decision.why)
+        self.checks.finish(drop_id, drop, decision, pr=pr, evidence=evidence, fixer=fixer)
         self.progress(f"{drop.repo}#{drop.pr}: {decision.outcome} ({decision.why})")
         logs.event(
             log,
@@ -116,6 +153,26 @@ class Lander:
             why=decision.why,
         )
         return decision
+
+    def failed(self, drop_id: int, decision: Decision) -> None:
+        """Complete the check run of a drop whose job gave up (the worker has recorded the
+        failure already): best effort, since what failed may be GitHub itself."""
+        row = self.store.drop(drop_id)
+        if row is None:
+            return
+        try:
+            self.checks.finish(drop_id, row.drop, decision)
+        except Exception as exc:
+            logs.event(log, "check run not completed", logging.WARNING, drop_id=drop_id, error=exc)
+
+    def settle_checks(self, repo: str, pr: int) -> int:
+        """Complete the check runs, and take the fixing labels off, of the PR's drops that a
+        push or a close ended without their jobs (intake cancelled a queued fix job): each
+        once per outcome, as `settle` does. Returns how many settled drops were looked at."""
+        settled = [r for r in self.store.drops(repo) if r.pr == pr and r.outcome != "pending"]
+        for row in settled:
+            self.checks.finish(row.id, row.drop, Decision(row.outcome, (), row.summary or ""))
+        return len(settled)
 
     def reread(self, drop: Drop) -> PrSnapshot:
         return self.gh.pull_request(drop.repo, drop.pr).snapshot()
@@ -128,29 +185,33 @@ class Lander:
             raise ValueError(f"no drop {drop_id}")
         evidence = evidence_from(row.plan) if row.plan is not None else Evidence()
         drop = row.drop
-        return drop, evidence, d.confirm(drop, self.reread(drop), self.policy)
+        return drop, evidence, d.confirm(drop, self.reread(drop), self.policy_for(drop.repo))
 
     def _decide(
         self, drop: Drop, fixer: FixerResult | None, known: Evidence | None = None
     ) -> tuple[Decision, Evidence, PrSnapshot | None]:
-        early = d.without_look(drop, self.policy, fixer)
+        policy = self.policy_for(drop.repo)
+        early = d.without_look(drop, policy, fixer)
         if early is not None:
             return early, Evidence(), None
         self.progress(f"re-reading {drop.repo}#{drop.pr}")
         pr = self.reread(drop)
+        # Before triage, so the check shows in progress while it runs.
+        self.checks.start(drop, pr, after_fixer=fixer is not None)
         evidence = known or Evidence()
         history = self.history(drop, pr.head_sha)
-        if known is None and d.needs_evidence(drop, pr, self.policy, history):
+        if known is None and d.needs_evidence(drop, pr, policy, history):
             self.progress(f"gathering evidence for {drop.repo}#{drop.pr} ({drop.reason})")
-            evidence = self.gather(self.gh, self.store, drop)
-        return d.decide(drop, pr, evidence, history, self.policy, fixer), evidence, pr
+            evidence = self.gather_for(drop.repo)(self.gh, self.store, drop)
+        return d.decide(drop, pr, evidence, history, policy, fixer), evidence, pr
 
     def history(self, drop: Drop, seen_head: str | None = None) -> History:
         """The drop's head budget and the PR's caps now. `seen_head` is the head as just
         re-read: one landbot did not push resets the PR's caps (someone else pushed)."""
         if seen_head is not None:
             self.store.note_head(drop.repo, drop.pr, seen_head)
-        return self.store.budget(drop.repo, drop.pr, drop.head_sha, window=self.policy.cap_window)
+        window = self.policy_for(drop.repo).cap_window
+        return self.store.budget(drop.repo, drop.pr, drop.head_sha, window=window)
 
 
 def _decided(

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from landbot.github.client import GitHubClient
     from landbot.github.ops import FixClient
     from landbot.pipeline.process import Lander
+    from landbot.pipeline.repo_settings import RepoSettings
     from landbot.pipeline.worker import FixRunner, Worker
     from landbot.store import Store
 
@@ -51,38 +52,58 @@ def make_github(settings: Settings) -> GitHubClient:
     return GitHubClient(gh)
 
 
+def make_repo_settings(settings: Settings, store: Store, gh: GitHubClient) -> RepoSettings:
+    """Each repository's settings (the host's narrowed by its own file): one per process,
+    shared by the land loop and the fixer, so both apply the same version of the file."""
+    from landbot.pipeline.repo_settings import RepoSettings
+
+    return RepoSettings(settings, store, gh)
+
+
 def make_lander(
     settings: Settings,
     store: Store,
     *,
     progress: Callable[[str], None] | None = None,
     gh: GitHubClient | None = None,
+    repo_settings: RepoSettings | None = None,
 ) -> Lander:
     from landbot.pipeline.process import Lander
     from landbot.pipeline.worker import failpoint_from_env
 
+    client = gh or make_github(settings)
+    per_repo = repo_settings or make_repo_settings(settings, store, client)
     return Lander(
         settings,
         store,
-        gh or make_github(settings),
+        client,
         progress=progress,
         failpoint=failpoint_from_env(),
         fixer_enabled=settings.fixer.enabled,
+        settings_for=per_repo.for_repo,
     )
 
 
 def make_fixer(
-    settings: Settings, client: Callable[[], FixClient], store: Store | None = None
+    settings: Settings,
+    client: Callable[[], FixClient],
+    store: Store | None = None,
+    *,
+    settings_for: Callable[[str], Settings] | None = None,
 ) -> FixRunner:
     """The land-fixer job as the worker runs it: host-side workspace, sandboxed agent,
     host-side publishing, with the worker's GitHub client. With `store`, the PR's push cap
-    is read again just before publishing (two jobs on one PR cannot both pass it)."""
+    is read again just before publishing (two jobs on one PR cannot both pass it).
+
+    Each job runs under its repository's settings (`settings_for`: its agent, command,
+    limits, protected paths and caps); the mirrors and work trees are the host's, one set
+    per process."""
     from landbot.fixer.job import JobLimits
     from landbot.git.workspace import Workspaces
     from landbot.land.model import Policy
     from landbot.pipeline.fix import run_fix_job
 
-    policy = Policy.from_settings(settings, fixer_enabled=True)
+    of_repo = settings_for or (lambda repo: settings)
 
     # Made on first use: a worker may never see a fix job.
     workspaces = functools.cache(
@@ -90,15 +111,17 @@ def make_fixer(
     )
 
     def run(drop: Drop, evidence: Evidence) -> FixerResult:
-        limits = JobLimits(timeout=settings.fixer.timeout, memory_mb=settings.fixer.memory_mb)
+        mine = of_repo(drop.repo)
+        policy = Policy.from_settings(mine, fixer_enabled=True)
+        limits = JobLimits(timeout=mine.fixer.timeout, memory_mb=mine.fixer.memory_mb)
         return run_fix_job(
-            settings,
+            mine,
             client(),
             workspaces(),
             drop,
             evidence,
             limits=limits,
-            model=settings.fixer.model,
+            model=mine.fixer.model,
             budget=None
             if store is None
             else lambda: store.budget(drop.repo, drop.pr, drop.head_sha, window=policy.cap_window),
@@ -111,14 +134,20 @@ def make_fixer(
 def make_worker(settings: Settings, store: Store, *, gh: GitHubClient | None = None) -> Worker:
     from landbot.pipeline.worker import Worker
 
-    # One client for the land loop and the fixer (the caller's, or made on first use).
+    # One client for the land loop and the fixer (the caller's, or made on first use), and
+    # one reader of the repositories' own files for both.
     client = functools.cache(lambda: gh or make_github(settings))
-    lander = functools.cache(lambda: make_lander(settings, store, gh=client()))
+    per_repo = functools.cache(lambda: make_repo_settings(settings, store, client()))
+    lander = functools.cache(
+        lambda: make_lander(settings, store, gh=client(), repo_settings=per_repo())
+    )
 
     return Worker(
         store,
         lander,
-        fixer=make_fixer(settings, client, store),
+        fixer=make_fixer(
+            settings, client, store, settings_for=lambda repo: per_repo().for_repo(repo)
+        ),
         fixer_concurrency=settings.fixer.concurrency,
         lease=dt.timedelta(seconds=settings.worker.lease_seconds),
         idle_sleep=settings.worker.idle_sleep,

@@ -259,6 +259,16 @@ class Worker:
                     result = {"verdict": outcome.verdict, "outcome": decision.outcome}
             elif lease.kind == "command":
                 result = {"note": run_comment_command(self.lander, self.store, payload)}
+            elif lease.kind == "checks":
+                # A push or a close cancelled the PR's queued work: its check runs end too.
+                seen = self.lander.settle_checks(str(payload["repo"]), int(payload["pr"]))
+                result = {"drops": seen}
+            elif lease.kind == "repo_file":
+                # A push touched the repository's settings file (intake marked it stale):
+                # asking for its settings reads it again, and reports it when invalid.
+                repo = str(payload["repo"])
+                mine = self.lander.settings_for(repo)
+                result = {"repo": repo, "own_settings": mine is not self.lander.settings}
             else:
                 raise ValueError(f"no handler for job kind {lease.kind!r}")
         except TRANSIENT as exc:
@@ -330,3 +340,4 @@ class Worker:
         if drop_id is not None:
             failed = job_failed(str(exc)[:500])
             self.store.update_drop(int(drop_id), outcome=failed.outcome, summary=failed.why)
+            self.lander.failed(int(drop_id), failed)  # its `landbot` check run says so too

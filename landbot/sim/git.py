@@ -290,3 +290,98 @@ def read_branch_refs(git_dir: Path) -> dict[str, str]:
             if len(value) == 40:
                 refs[path.relative_to(git_dir).as_posix()] = value
     return refs
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    """One `git ls-tree` line: mode (100644, 100755, 120000 symlink, 160000 submodule,
+    040000 tree), object type, object sha, size (blobs only) and path."""
+
+    mode: str
+    kind: str  # blob | tree | commit
+    sha: str
+    size: int | None
+    path: str
+
+
+def tree_entry(git_dir: Path, commit: str, path: str) -> TreeEntry | None:
+    """The entry at `path` in `commit`'s tree; None when there is none."""
+    path = path.strip("/")
+    if not path:
+        tree = out(git_dir, "rev-parse", f"{commit}^{{tree}}")
+        return TreeEntry("040000", "tree", tree, None, "")
+    proc = git(git_dir, "ls-tree", "--long", "--full-tree", commit, "--", path, check=False)
+    for line in proc.stdout.decode("utf-8", "surrogateescape").splitlines():
+        meta, _, name = line.partition("\t")
+        if name == path:
+            return _entry(meta, name)
+    return None
+
+
+def tree_entries(git_dir: Path, commit: str, path: str) -> list[TreeEntry]:
+    """The entries directly under the folder `path` ("" for the root) of `commit`."""
+    prefix = f"{path.strip('/')}/" if path.strip("/") else ""
+    where = ["--", prefix] if prefix else []
+    proc = git(git_dir, "ls-tree", "--long", "--full-tree", commit, *where)
+    entries = []
+    for line in proc.stdout.decode("utf-8", "surrogateescape").splitlines():
+        meta, _, name = line.partition("\t")
+        entries.append(_entry(meta, name))
+    return entries
+
+
+def _entry(meta: str, name: str) -> TreeEntry:
+    mode, kind, sha, size = meta.split()
+    return TreeEntry(mode, kind, sha, None if size == "-" else int(size), name)
+
+
+def read_blob(git_dir: Path, sha: str) -> bytes:
+    return git(git_dir, "cat-file", "blob", sha).stdout
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    tree: str
+    author_name: str
+    author_email: str
+    author_date: str  # ISO 8601 with the author's offset, as git keeps it
+    committer_name: str
+    committer_email: str
+    committer_date: str
+    message: str
+    parents: tuple[str, ...]
+
+
+def commit_info(git_dir: Path, sha: str) -> CommitInfo:
+    fields = out(
+        git_dir,
+        "log",
+        "-1",
+        "--format=%T%x00%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%P%x00%B",
+        sha,
+    )
+    tree, an, ae, ad, cn, ce, cd, parents_, message = fields.split("\x00", 8)
+    return CommitInfo(sha, tree, an, ae, ad, cn, ce, cd, message.strip(), tuple(parents_.split()))
+
+
+def changed_paths(git_dir: Path, sha: str) -> tuple[list[str], list[str], list[str]]:
+    """(added, removed, modified) by `sha` against its first parent (all added for a root)."""
+    proc = git(
+        git_dir, "diff-tree", "--no-commit-id", "-r", "--name-status", "--root", "--no-renames", sha
+    )
+    added: list[str] = []
+    removed: list[str] = []
+    modified: list[str] = []
+    for line in proc.stdout.decode("utf-8", "surrogateescape").splitlines():
+        status, _, path = line.partition("\t")
+        {"A": added, "D": removed}.get(status[:1], modified).append(path)
+    return added, removed, modified
+
+
+def new_commits(git_dir: Path, after: str, exclude: list[str], limit: int) -> list[str]:
+    """Commits reachable from `after` but from none of `exclude`, oldest first (at most
+    `limit`, the newest kept)."""
+    args = ["rev-list", "--reverse", after, *(f"^{e}" for e in exclude)]
+    shas = out(git_dir, *args).split()
+    return shas[-limit:]

@@ -83,9 +83,13 @@ class QueueWorld(payloads.World, Protocol):
 
     def _emit(self, event: str, payload: dict[str, Any]) -> Delivery: ...
 
-    def _write_branch(self, repo: Repository, branch: str, sha: str) -> str | None: ...
+    def _write_branch(
+        self, repo: Repository, branch: str, sha: str, *, pusher: str | None = None
+    ) -> str | None: ...
 
-    def _delete_branch(self, repo: Repository, branch: str) -> None: ...
+    def _delete_branch(
+        self, repo: Repository, branch: str, *, pusher: str | None = None
+    ) -> None: ...
 
     def _timeline(
         self, pr: PullRequest, typename: str, actor: str | None, **data: Any
@@ -138,7 +142,7 @@ def _build(gh: QueueWorld, queue: MergeQueue, entry: QueueEntry) -> QueueStep:
             repo.full_name, queue.branch, pr.number, "dropped", webhook, None, tuple(conflicts)
         )
     ref = group_ref(queue.branch, pr.number, base_sha)
-    gh._write_branch(repo, ref.removeprefix("refs/heads/"), sha)
+    gh._write_branch(repo, ref.removeprefix("refs/heads/"), sha, pusher=QUEUE_BOT)
     entry.group = MergeGroup(
         head_sha=sha,
         head_ref=ref,
@@ -189,7 +193,7 @@ def _merge(gh: QueueWorld, queue: MergeQueue, entry: QueueEntry) -> QueueStep:
     entry.state = "MERGEABLE"
     now = gh.clock.now()
     # The group commit is the base plus this PR: the base branch fast-forwards to it.
-    gh._write_branch(repo, queue.branch, group.head_sha)
+    gh._write_branch(repo, queue.branch, group.head_sha, pusher=QUEUE_BOT)
     pr.merged = True
     pr.state = "closed"
     pr.merged_at = pr.closed_at = pr.updated_at = now
@@ -266,7 +270,7 @@ def _destroy(gh: QueueWorld, queue: MergeQueue, entry: QueueEntry, reason: str) 
         ),
     )
     # GitHub deletes the temporary branch; the commit stays reachable by sha.
-    gh._delete_branch(queue.repo, group.short_head_ref)
+    gh._delete_branch(queue.repo, group.short_head_ref, pusher=QUEUE_BOT)
     entry.group = None
     entry.state = "QUEUED"
 
@@ -292,7 +296,7 @@ def merge_directly(gh: QueueWorld, pr: PullRequest) -> bool:
     if sha is None:
         return False
     enabler = pr.auto_merge.enabled_by if pr.auto_merge else pr.author
-    gh._write_branch(repo, pr.base_ref, sha)
+    gh._write_branch(repo, pr.base_ref, sha, pusher=enabler)
     now = gh.clock.now()
     pr.merged, pr.state = True, "closed"
     pr.merged_at = pr.closed_at = pr.updated_at = now

@@ -38,6 +38,7 @@ from landbot.sim.scenarios import (
 from landbot.sim.state import (
     ACTIONS_APP_ID,
     ACTIONS_APP_SLUG,
+    ApiAnnotation,
     App,
     AutoMerge,
     CheckRun,
@@ -75,6 +76,9 @@ MINIMIZE_CLASSIFIERS = {
 # are our choice (landbot must treat them as "not a drop to fix").
 HEAD_PUSH_WEBHOOK_REASON = "UNKNOWN_REMOVAL_REASON"
 HEAD_PUSH_TIMELINE_REASON = "unknown"
+ZERO_SHA = "0" * 40
+# "The array includes a maximum of 2048 commits" (the push webhook's `commits`).
+PUSH_COMMITS_MAX = 2048
 
 
 class FakeGitHubError(Exception):
@@ -152,6 +156,15 @@ class FakeGitHub:
         self._job_specs: dict[int, JobSpec] = {}
         self._workflow_ids: dict[tuple[str, str], int] = {}
         self._run_numbers: dict[tuple[str, str], int] = {}
+        self._check_suites: dict[tuple[str, str, int], int] = {}  # (repo, sha, app id)
+        # Who a push noticed by `sync()` (plain git, e.g. landbot's) is credited to; None:
+        # the bot of the App installed on the repository, else its owner.
+        self.git_pusher: str | None = None
+        # GitHub takes check runs from Apps only: a personal token's POST is a 403. Set to
+        # True to let personal tokens stand in for an Actions GITHUB_TOKEN (an installation
+        # token of the github-actions App, which may write checks): their runs are then
+        # credited to github-actions, as a GITHUB_TOKEN's are.
+        self.tokens_write_checks_as_actions = False
 
     # --- lookups (the World protocol of payloads.py) --------------------------------------
 
@@ -273,7 +286,7 @@ class FakeGitHub:
             author=self.identity(author or owner),
             when=self._git_date(),
         )
-        self._write_branch(repo, default_branch, sha)
+        self._write_branch(repo, default_branch, sha, pusher=author or owner)
         return repo
 
     def _new_repo(self, owner: str, name: str, *, default_branch: str, private: bool) -> Repository:
@@ -327,19 +340,95 @@ class FakeGitHub:
         else:
             repo.queue_branches.discard(branch)
 
-    def _write_branch(self, repo: Repository, branch: str, sha: str) -> str | None:
-        """Move a branch without side effects (the model's own ref updates)."""
+    def _write_branch(
+        self, repo: Repository, branch: str, sha: str, *, pusher: str | None = None
+    ) -> str | None:
+        """Move a branch (the model's own ref updates): only the `push` webhook follows."""
         ref = f"refs/heads/{branch}"
         old = repo.known_refs.get(ref)
         git.update_ref(repo.require_git(), ref, sha)
         repo.known_refs[ref] = sha
         repo.pushed_at = self.clock.now()
+        if old != sha:
+            self._emit_push(repo, ref, old, sha, pusher)
         return old
 
-    def _delete_branch(self, repo: Repository, branch: str) -> None:
+    def _delete_branch(self, repo: Repository, branch: str, *, pusher: str | None = None) -> None:
         ref = f"refs/heads/{branch}"
         git.delete_ref(repo.require_git(), ref)
-        repo.known_refs.pop(ref, None)
+        old = repo.known_refs.pop(ref, None)
+        if old is not None:
+            self._emit_push(repo, ref, old, None, pusher)
+
+    def _emit_push(
+        self, repo: Repository, ref: str, old: str | None, new: str | None, pusher: str | None
+    ) -> None:
+        """The `push` webhook GitHub sends for every branch created, moved or deleted."""
+        if repo.fork_of is not None and self.installation_for(repo.full_name) is None:
+            return  # a fork's pushes reach only hooks and Apps of the fork itself
+        git_dir = repo.require_git()
+        who = pusher or self._default_pusher(repo)
+        commits: list[git.CommitInfo] = []
+        changes: list[tuple[list[str], list[str], list[str]]] = []
+        forced = False
+        if new is not None:
+            # The commits new to this push: not on `old`, nor (for a new branch) on any
+            # other branch, as GitHub lists them.
+            if old is not None:
+                exclude = [old]
+                forced = not git.is_ancestor(git_dir, old, new)
+            else:
+                exclude = [s for r, s in repo.known_refs.items() if r != ref and s != new]
+            for sha in git.new_commits(git_dir, new, exclude, PUSH_COMMITS_MAX):
+                commits.append(git.commit_info(git_dir, sha))
+                changes.append(git.changed_paths(git_dir, sha))
+        head = None
+        if new is not None:
+            head = commits[-1] if commits else git.commit_info(git_dir, new)
+            head_changes = changes[-1] if commits else git.changed_paths(git_dir, new)
+        self._emit(
+            "push",
+            payloads.push_event(
+                self,
+                repo,
+                ref=ref,
+                before=old or ZERO_SHA,
+                after=new or ZERO_SHA,
+                forced=forced,
+                commits=list(zip(commits, changes, strict=True)),
+                head=(head, head_changes) if head is not None else None,
+                pusher=who,
+            ),
+        )
+
+    def _default_pusher(self, repo: Repository) -> str:
+        if self.git_pusher is not None:
+            return self.git_pusher
+        inst = self.installation_for(repo.full_name)
+        if inst is not None and inst.app_id in self.apps:
+            return self.apps[inst.app_id].bot_login
+        return repo.owner
+
+    @_locked
+    def commit_file(
+        self,
+        repo: Repository,
+        path: str,
+        text: str | bytes | None,
+        *,
+        branch: str | None = None,
+        author: str | None = None,
+        message: str | None = None,
+    ) -> str:
+        """Commit one file (None deletes it) on `branch` (the default branch when None) with
+        real git, as a person pushing would; the `push` webhook follows. Returns the sha."""
+        return self.push(
+            repo,
+            branch or repo.default_branch,
+            {path: text},
+            message=message or f"Update {path}",
+            author=author,
+        )
 
     @_locked
     def push(
@@ -376,7 +465,7 @@ class FakeGitHub:
         self, repo: Repository, branch: str, sha: str, *, pusher: str | None = None
     ) -> None:
         """A push that sets `branch` to `sha`, with everything GitHub does after a push."""
-        old = self._write_branch(repo, branch, sha)
+        old = self._write_branch(repo, branch, sha, pusher=pusher)
         if old != sha:
             self._branch_moved(repo, branch, old, sha, pusher)
 
@@ -394,9 +483,11 @@ class FakeGitHub:
                     repo.known_refs[ref] = sha
                     repo.pushed_at = self.clock.now()
                     changes.append((repo.full_name, ref, old, sha))
+                    self._emit_push(repo, ref, old, sha, None)
                     self._branch_moved(repo, ref.removeprefix("refs/heads/"), old, sha, None)
             for ref in set(repo.known_refs) - set(current):
-                del repo.known_refs[ref]
+                old = repo.known_refs.pop(ref)
+                self._emit_push(repo, ref, old, None, None)
         return changes
 
     def _branch_moved(
@@ -587,7 +678,7 @@ class FakeGitHub:
                 author=self.identity(author),
                 when=self._git_date(),
             )
-            self._write_branch(head_repo, head, sha)
+            self._write_branch(head_repo, head, sha, pusher=author)
         head_sha = head_repo.known_refs.get(ref)
         if head_sha is None:
             raise NotFound(f"head branch {head} does not exist in {head_repo.full_name}")
@@ -683,6 +774,9 @@ class FakeGitHub:
 
     @_locked
     def add_label(self, pr: PullRequest, name: str, *, actor: str | None = None) -> None:
+        """Label the PR (emits `labeled`); a label the repository lacks is created first, and
+        names match regardless of case, as on GitHub."""
+        name = self._repo_label(pr.repo, name)
         if name in pr.labels:
             return
         pr.labels.append(name)
@@ -698,6 +792,38 @@ class FakeGitHub:
                 label=payloads.label_json(self, pr.repo, name),
             ),
         )
+
+    def _repo_label(self, repo: Repository, name: str) -> str:
+        existing = next((n for n in repo.labels if n.lower() == name.lower()), None)
+        if existing is None:
+            repo.labels.append(name)
+            return name
+        return existing
+
+    @_locked
+    def remove_label(self, pr: PullRequest, name: str, *, actor: str | None = None) -> bool:
+        """Take the label off the PR (emits `unlabeled`); False when it did not have it."""
+        found = next((n for n in pr.labels if n.lower() == name.lower()), None)
+        if found is None:
+            return False
+        pr.labels.remove(found)
+        pr.updated_at = self.clock.now()
+        self._timeline(pr, "UnlabeledEvent", actor or pr.repo.owner, label=found)
+        self._emit(
+            "pull_request",
+            payloads.pull_request_event(
+                self,
+                pr,
+                "unlabeled",
+                actor or pr.repo.owner,
+                label=payloads.label_json(self, pr.repo, found),
+            ),
+        )
+        return True
+
+    def labels_of(self, pr: PullRequest) -> list[str]:
+        """The PR's labels, in the order they were added."""
+        return list(pr.labels)
 
     @_locked
     def close_pull_request(self, pr: PullRequest, *, actor: str | None = None) -> None:
@@ -952,6 +1078,8 @@ class FakeGitHub:
         for check in list(self.check_runs.values()):
             if check.repo != repo.full_name or check.head_sha != sha or check.status == "completed":
                 continue
+            if check.via_api:
+                continue  # an App's own run finishes when that App says so, not with CI
             check.status, check.conclusion, check.completed_at = "completed", conclusion, now
             if check.job_id is not None:
                 job = self.jobs[check.job_id]
@@ -988,6 +1116,122 @@ class FakeGitHub:
         if any(c.status != "completed" for c in runs):
             return "pending"
         return "success"
+
+    @_locked
+    def create_check_run(
+        self,
+        repo: Repository,
+        app: App | None,
+        *,
+        name: str,
+        head_sha: str,
+        status: str | None = None,
+        conclusion: str | None = None,
+        external_id: str | None = None,
+        details_url: str | None = None,
+        started_at: datetime | None = None,
+        title: str | None = None,
+        summary: str | None = None,
+        text: str | None = None,
+        annotations: Iterable[ApiAnnotation] = (),
+    ) -> CheckRun:
+        """A check run an App made through the API (emits `check_run` `created`, and
+        `completed` when it was made completed); `app` None is GitHub Actions (a
+        GITHUB_TOKEN's run). Not a required check: no branch protection names it."""
+        slug, aid = (app.slug, app.id) if app is not None else (ACTIONS_APP_SLUG, ACTIONS_APP_ID)
+        sender = f"{slug}[bot]"
+        now = self.clock.now()
+        completed = conclusion is not None
+        cid = self.ids.next("check_run")
+        suite_key = (repo.full_name.lower(), head_sha, aid)
+        if suite_key not in self._check_suites:
+            self._check_suites[suite_key] = self.ids.next("check_suite")
+        run = CheckRun(
+            id=cid,
+            node_id=node_id("check_run", cid),
+            repo=repo.full_name,
+            name=name,
+            head_sha=head_sha,
+            status="completed" if completed else (status or "queued"),
+            conclusion=conclusion,
+            app_slug=slug,
+            app_id=aid,
+            started_at=started_at or now,
+            completed_at=now if completed else None,
+            check_suite_id=self._check_suites[suite_key],
+            html_url=f"{self.urls.web}/{repo.full_name}/runs/{cid}",
+            details_url=details_url or f"{self.urls.web}/apps/{slug}",
+            summary=summary or "",
+            text=text or "",
+            required=False,
+            pull_numbers=[
+                p.number
+                for p in repo.pulls.values()
+                if p.state == "open" and p.head_sha == head_sha and not p.is_fork
+            ],
+            via_api=True,
+            external_id=external_id,
+            title=title,
+            api_annotations=list(annotations),
+        )
+        self.check_runs[cid] = run
+        self.nodes[run.node_id] = run
+        self._emit("check_run", payloads.check_run_event(self, repo, run, "created", sender))
+        if completed:
+            self._emit("check_run", payloads.check_run_event(self, repo, run, "completed", sender))
+        return run
+
+    @_locked
+    def update_check_run(
+        self,
+        run: CheckRun,
+        *,
+        name: str | None = None,
+        status: str | None = None,
+        conclusion: str | None = None,
+        external_id: str | None = None,
+        details_url: str | None = None,
+        title: str | None = None,
+        summary: str | None = None,
+        text: str | None = None,
+        annotations: Iterable[ApiAnnotation] = (),
+    ) -> CheckRun:
+        """PATCH a check run: fields given replace theirs, annotations are appended (as
+        GitHub does); `completed` is emitted when the run completes."""
+        was_completed = run.status == "completed"
+        if name is not None:
+            run.name = name
+        if external_id is not None:
+            run.external_id = external_id
+        if details_url is not None:
+            run.details_url = details_url
+        if title is not None:
+            run.title = title
+        if summary is not None:
+            run.summary = summary
+        if text is not None:
+            run.text = text
+        run.api_annotations.extend(annotations)
+        if conclusion is not None:
+            # "Providing conclusion will automatically set the status parameter to completed."
+            run.status, run.conclusion = "completed", conclusion
+            run.completed_at = self.clock.now()
+        elif status is not None:
+            run.status = status
+            if status != "completed":
+                run.conclusion, run.completed_at = None, None
+        repo = self.repo(run.repo)
+        if run.status == "completed" and not was_completed:
+            sender = f"{run.app_slug}[bot]"
+            self._emit("check_run", payloads.check_run_event(self, repo, run, "completed", sender))
+        return run
+
+    def check_runs_by(self, repo: Repository, sha: str, app_slug: str) -> list[CheckRun]:
+        """The check runs `app_slug` made on `sha`, oldest first."""
+        return sorted(
+            (c for c in self.check_runs_for(repo, sha) if c.app_slug == app_slug),
+            key=lambda c: c.id,
+        )
 
     def check_runs_for(self, repo: Repository, sha: str) -> list[CheckRun]:
         return [

@@ -10,10 +10,12 @@ tests against githubkit's models of GitHub's published OpenAPI description.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from landbot.sim import git
 from landbot.sim.ids import iso, node_id
 from landbot.sim.state import (
     ACTIONS_APP_ID,
@@ -52,14 +54,14 @@ class World(Protocol):
 
 APP_PERMISSIONS = {
     "actions": "write",
-    "checks": "read",
+    "checks": "write",
     "contents": "write",
     "issues": "write",
     "merge_queues": "write",
     "metadata": "read",
     "pull_requests": "write",
 }
-APP_EVENTS = ["check_run", "issue_comment", "merge_group", "pull_request", "workflow_run"]
+APP_EVENTS = ["check_run", "issue_comment", "merge_group", "pull_request", "push", "workflow_run"]
 
 
 # --- users, repositories, apps ------------------------------------------------------------
@@ -332,6 +334,7 @@ def label_json(world: World, repo: Repository, name: str) -> Json:
         "description": None,
         "color": f"{digest & 0xFFFFFF:06x}",
         "default": False,
+        "archived_at": None,
         "archived_by": None,
     }
 
@@ -457,7 +460,22 @@ def pull_request_minimal(world: World, pr: PullRequest) -> Json:
 def annotation_json(world: World, repo: Repository, run: CheckRun) -> list[Json]:
     """`GET …/check-runs/{id}/annotations`: the check run's annotations, as GitHub lists them."""
     web = world.urls.web
-    return [
+    sent = [
+        {
+            "path": a.path,
+            "blob_href": f"{web}/{repo.full_name}/blob/{run.head_sha}/{a.path}",
+            "start_line": a.start_line,
+            "end_line": a.end_line,
+            "start_column": a.start_column,
+            "end_column": a.end_column,
+            "annotation_level": a.annotation_level,
+            "title": a.title,
+            "message": a.message,
+            "raw_details": a.raw_details,
+        }
+        for a in run.api_annotations
+    ]
+    return sent + [
         {
             "path": a.path,
             "blob_href": f"{web}/{repo.full_name}/blob/{run.head_sha}/{a.path}",
@@ -489,7 +507,9 @@ def check_run_json(world: World, repo: Repository, run: CheckRun) -> Json:
         "name": run.name,
         "node_id": run.node_id,
         "head_sha": run.head_sha,
-        "external_id": "" if run.job_id is None else f"ext-{run.id}",
+        "external_id": (
+            run.external_id if run.via_api else ("" if run.job_id is None else f"ext-{run.id}")
+        ),
         "url": f"{api}/repos/{repo.full_name}/check-runs/{run.id}",
         "html_url": run.html_url,
         "details_url": run.details_url,
@@ -498,10 +518,10 @@ def check_run_json(world: World, repo: Repository, run: CheckRun) -> Json:
         "started_at": iso(run.started_at),
         "completed_at": iso(run.completed_at),
         "output": {
-            "title": None if not run.summary else run.name,
+            "title": run.title if run.via_api else (None if not run.summary else run.name),
             "summary": run.summary or None,
             "text": run.text or None,
-            "annotations_count": len(run.annotations),
+            "annotations_count": len(run.annotations) + len(run.api_annotations),
             "annotations_url": f"{api}/repos/{repo.full_name}/check-runs/{run.id}/annotations",
         },
         "check_suite": {
@@ -835,11 +855,244 @@ def merge_group_event(
 
 
 def check_run_event(
-    world: World, repo: Repository, run: CheckRun, action: str = "completed"
+    world: World,
+    repo: Repository,
+    run: CheckRun,
+    action: str = "completed",
+    sender: str | None = None,
 ) -> Json:
+    """`check_run` created / completed; the sender is whoever acted (the App's bot for its
+    own runs, the repository's owner standing in for CI otherwise)."""
     payload: Json = {"action": action, "check_run": check_run_json(world, repo, run)}
-    payload.update(_envelope(world, repo, repo.owner))
+    payload.update(_envelope(world, repo, sender or repo.owner))
     return payload
+
+
+def _push_commit(world: World, repo: Repository, info: git.CommitInfo, changes: Any) -> Json:
+    added, removed, modified = changes
+
+    def person(name: str, email: str) -> Json:
+        who: Json = {"name": name, "email": email}
+        # GitHub adds `username` when the email belongs to an account.
+        login = _login_of_email(email)
+        if login is not None:
+            who["username"] = login
+        return who
+
+    return {
+        "id": info.sha,
+        "tree_id": info.tree,
+        "distinct": True,
+        "message": info.message,
+        "timestamp": info.committer_date,
+        "url": f"{world.urls.web}/{repo.full_name}/commit/{info.sha}",
+        "author": person(info.author_name, info.author_email),
+        "committer": person(info.committer_name, info.committer_email),
+        "added": added,
+        "removed": removed,
+        "modified": modified,
+    }
+
+
+def _login_of_email(email: str) -> str | None:
+    # The simulation's users commit as <id>+<login>@users.noreply.github.com.
+    local, _, domain = email.partition("@")
+    if domain != "users.noreply.github.com" or "+" not in local:
+        return None
+    return local.split("+", 1)[1] or None
+
+
+def _push_repository(world: World, repo: Repository) -> Json:
+    """The push event's repository: as elsewhere, except (as GitHub sends it) times in
+    epoch seconds for created_at and pushed_at, `url` the web URL, `stargazers`,
+    `master_branch` and `custom_properties`."""
+    data = repo_json(world, repo)
+    pushed = repo.pushed_at or repo.created_at
+    data.update(
+        created_at=int(repo.created_at.timestamp()),
+        pushed_at=int(pushed.timestamp()),
+        url=f"{world.urls.web}/{repo.full_name}",
+        stargazers=0,
+        master_branch=repo.default_branch,
+        custom_properties={},
+    )
+    owner = data["owner"]
+    user = world.user(repo.owner)
+    owner.update(name=user.name or user.login, email=user.email)
+    return data
+
+
+def push_event(
+    world: World,
+    repo: Repository,
+    *,
+    ref: str,
+    before: str,
+    after: str,
+    forced: bool,
+    commits: list[tuple[git.CommitInfo, Any]],
+    head: tuple[git.CommitInfo, Any] | None,
+    pusher: str,
+) -> Json:
+    """`push`: one branch created (before all zeros), moved, or deleted (after all zeros)."""
+    zero = "0" * 40
+    created, deleted = before == zero, after == zero
+    web = f"{world.urls.web}/{repo.full_name}"
+    if created:
+        compare = f"{web}/commit/{after[:12]}"
+    elif deleted:
+        compare = f"{web}/compare/{before[:12]}...000000000000"
+    else:
+        compare = f"{web}/compare/{before[:12]}...{after[:12]}"
+    who = world.user(pusher)
+    payload: Json = {
+        "ref": ref,
+        "before": before,
+        "after": after,
+        "repository": _push_repository(world, repo),
+        "pusher": {"name": who.login, "email": who.email},
+        "sender": user_json(world, pusher),
+        "created": created,
+        "deleted": deleted,
+        "forced": forced,
+        "base_ref": None,
+        "compare": compare,
+        "commits": [_push_commit(world, repo, c, ch) for c, ch in commits],
+        "head_commit": _push_commit(world, repo, *head) if head is not None else None,
+    }
+    inst = installation_ref(world, repo.full_name)
+    if inst is not None:
+        payload["installation"] = inst
+    return payload
+
+
+# --- branches and contents ----------------------------------------------------------------
+
+
+def commit_json(world: World, repo: Repository, info: git.CommitInfo) -> Json:
+    """The `commit` of a branch (`GET …/branches/{branch}`), GitHub's Commit object."""
+    api, web = world.urls.api, world.urls.web
+    base = f"{api}/repos/{repo.full_name}"
+
+    def account(email: str) -> Json | None:
+        login = _login_of_email(email)
+        return user_json(world, login) if login is not None else None
+
+    return {
+        "sha": info.sha,
+        "node_id": node_id("commit", info.sha),
+        "url": f"{base}/commits/{info.sha}",
+        "html_url": f"{web}/{repo.full_name}/commit/{info.sha}",
+        "comments_url": f"{base}/commits/{info.sha}/comments",
+        "commit": {
+            "url": f"{base}/git/commits/{info.sha}",
+            "author": {
+                "name": info.author_name,
+                "email": info.author_email,
+                "date": info.author_date,
+            },
+            "committer": {
+                "name": info.committer_name,
+                "email": info.committer_email,
+                "date": info.committer_date,
+            },
+            "message": info.message,
+            "comment_count": 0,
+            "tree": {"sha": info.tree, "url": f"{base}/git/trees/{info.tree}"},
+            "verification": {
+                "verified": False,
+                "reason": "unsigned",
+                "signature": None,
+                "payload": None,
+                "verified_at": None,
+            },
+        },
+        "author": account(info.author_email),
+        "committer": account(info.committer_email),
+        "parents": [
+            {
+                "sha": p,
+                "url": f"{base}/commits/{p}",
+                "html_url": f"{web}/{repo.full_name}/commit/{p}",
+            }
+            for p in info.parents
+        ],
+    }
+
+
+def branch_json(world: World, repo: Repository, name: str, info: git.CommitInfo) -> Json:
+    base = f"{world.urls.api}/repos/{repo.full_name}/branches/{name}"
+    return {
+        "name": name,
+        "commit": commit_json(world, repo, info),
+        "_links": {"self": base, "html": f"{world.urls.web}/{repo.full_name}/tree/{name}"},
+        "protected": name == repo.default_branch,
+        "protection": {
+            "enabled": name == repo.default_branch,
+            "required_status_checks": {
+                "enforcement_level": "off",
+                "contexts": [],
+                "checks": [],
+            },
+        },
+        "protection_url": f"{base}/protection",
+    }
+
+
+def _content_links(
+    world: World, repo: Repository, path: str, sha: str, ref: str, kind: str
+) -> Json:
+    api, web = world.urls.api, world.urls.web
+    git_kind = "trees" if kind == "dir" else "blobs"
+    view = "tree" if kind == "dir" else "blob"
+    self_url = f"{api}/repos/{repo.full_name}/contents/{path}?ref={ref}"
+    git_url = f"{api}/repos/{repo.full_name}/git/{git_kind}/{sha}"
+    html_url = f"{web}/{repo.full_name}/{view}/{ref}/{path}"
+    return {
+        "url": self_url,
+        "git_url": git_url,
+        "html_url": html_url,
+        "download_url": (
+            f"https://raw.githubusercontent.com/{repo.full_name}/{ref}/{path}"
+            if kind == "file"
+            else None
+        ),
+        "_links": {"self": self_url, "git": git_url, "html": html_url},
+    }
+
+
+# GitHub's base64 `content` is wrapped at 60 characters, each line ending in a newline.
+CONTENT_LINE = 60
+
+
+def wrap_base64(data: bytes) -> str:
+    text = base64.b64encode(data).decode()
+    return "".join(text[i : i + CONTENT_LINE] + "\n" for i in range(0, len(text), CONTENT_LINE))
+
+
+def content_entry_json(
+    world: World, repo: Repository, entry: git.TreeEntry, ref: str, kind: str
+) -> Json:
+    """A directory listing's item (no content)."""
+    data: Json = {
+        "type": kind,
+        "size": entry.size or 0,
+        "name": entry.path.rsplit("/", 1)[-1],
+        "path": entry.path,
+        "sha": entry.sha,
+    }
+    data.update(_content_links(world, repo, entry.path, entry.sha, ref, kind))
+    return data
+
+
+def content_file_json(
+    world: World, repo: Repository, entry: git.TreeEntry, ref: str, data: bytes | None
+) -> Json:
+    """A file: `data` None for one over 1 MB (GitHub sends `encoding: none`, no content)."""
+    body = content_entry_json(world, repo, entry, ref, "file")
+    body["encoding"] = "base64" if data is not None else "none"
+    body["content"] = wrap_base64(data) if data is not None else ""
+    return body
 
 
 def workflow_run_event(

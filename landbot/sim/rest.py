@@ -28,7 +28,7 @@ from landbot.sim.graphql_api import answer
 from landbot.sim.graphql_resolvers import Context
 from landbot.sim.ids import iso
 from landbot.sim.model import WRITE_ROLES, FakeGitHub, Forbidden, NotFound, Unprocessable
-from landbot.sim.state import Repository
+from landbot.sim.state import ACTIONS_APP_ID, ApiAnnotation, App, CheckRun, Repository
 
 DOCS = "https://docs.github.com/rest"
 LOG_URL_LIFETIME = 60  # seconds, like GitHub's signed log URLs
@@ -177,6 +177,203 @@ def list_check_runs(call: Call) -> Response:
     return JSONResponse(body, headers=headers)
 
 
+# --- check runs an App writes -------------------------------------------------------------
+
+# GitHub's limits on a check run's output (the request schema says the same).
+MAX_ANNOTATIONS = 50
+MAX_OUTPUT_TEXT = 65535
+# Contents: "1 MB or smaller: all features"; 1-100 MB: `object`/`raw` only; more: refused.
+CONTENT_INLINE_MAX = 1024 * 1024
+CONTENT_MAX = 100 * 1024 * 1024
+RAW_TYPES = ("application/vnd.github.raw", "application/vnd.github.v3.raw")
+
+
+def _caller_app(call: Call) -> App | None:
+    """The App behind an installation token; None for a personal token."""
+    token = call.caller.token if call.caller else None
+    if token is None or token.installation_id is None:
+        return None
+    inst = call.gh.installations.get(token.installation_id)
+    return call.gh.apps.get(inst.app_id) if inst is not None else None
+
+
+def _app_may(app: App, permission: str, level: str) -> bool:
+    held = app.permissions.get(permission)
+    return held == "write" or (level == "read" and held == "read")
+
+
+def _checks_writer(call: Call) -> tuple[App | None, int]:
+    """The App writing check runs and its id: GitHub takes them from Apps only, with checks:
+    write (None, Actions' id: a personal token standing in for a GITHUB_TOKEN, when the
+    model allows it)."""
+    app = _caller_app(call)
+    if app is None:
+        if call.gh.tokens_write_checks_as_actions:
+            return None, ACTIONS_APP_ID
+        raise Forbidden("You must authenticate via a GitHub App.")
+    if not _app_may(app, "checks", "write"):
+        raise Forbidden("Resource not accessible by integration")
+    return app, app.id
+
+
+def _validation_error(exc: Exception) -> BadRequest:
+    """GitHub's 422 for a body its schema refuses, naming the first offending field."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError) and exc.errors():
+        # pydantic reports each arm of a field's union (`Missing[...]` is UNSET | value);
+        # the arm naming the value's own problem is the deepest one not about UNSET.
+        errors = [e for e in exc.errors() if "UNSET" not in e["msg"]] or exc.errors()
+        first = max(errors, key=lambda e: len(e["loc"]))
+        loc = [str(p) for p in first["loc"] if not str(p).startswith(("literal[", "list["))]
+        where = "/".join(p for p in loc if not p.startswith("ReposOwner"))
+        return BadRequest(f"Invalid request.\n\nFor 'properties/{where}': {first['msg']}.", 422)
+    return BadRequest(f"Invalid request.\n\n{exc}", 422)
+
+
+def _check_body(data: Any, kinds: tuple[type[Any], type[Any]], *, completed: bool) -> Any:
+    """`data` validated against githubkit's generated request models (GitHub's OpenAPI
+    description): the first when the run is completed, the second otherwise."""
+    from pydantic import ValidationError
+
+    if not isinstance(data, dict):
+        raise BadRequest("Invalid request.\n\nThe body is not a JSON object.", 422)
+    model = kinds[0] if completed else kinds[1]
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _validation_error(exc) from None
+
+
+def _annotations(output: Any) -> list[ApiAnnotation]:
+    if not isinstance(output, dict):
+        return []
+    out: list[ApiAnnotation] = []
+    for i, a in enumerate(output.get("annotations") or []):
+        start, end = a["start_line"], a["end_line"]
+        if start < 1 or end < start:
+            raise BadRequest(
+                f"Invalid request.\n\nFor 'properties/output/annotations/{i}': start_line "
+                f"{start} and end_line {end}: lines start at 1 and end_line is not before "
+                "start_line.",
+                422,
+            )
+        columns = a.get("start_column") is not None or a.get("end_column") is not None
+        if columns and start != end:
+            raise BadRequest(
+                f"Invalid request.\n\nFor 'properties/output/annotations/{i}': start_column "
+                "and end_column are only supported on a single line (start_line == end_line).",
+                422,
+            )
+        out.append(
+            ApiAnnotation(
+                path=a["path"],
+                start_line=start,
+                end_line=end,
+                annotation_level=a["annotation_level"],
+                message=a["message"],
+                title=a.get("title"),
+                raw_details=a.get("raw_details"),
+                start_column=a.get("start_column"),
+                end_column=a.get("end_column"),
+            )
+        )
+    return out
+
+
+def _output_fields(output: Any) -> dict[str, Any]:
+    if not isinstance(output, dict):
+        return {}
+    return {
+        "title": output.get("title"),
+        "summary": output.get("summary"),
+        "text": output.get("text"),
+        "annotations": _annotations(output),
+    }
+
+
+def create_check_run(call: Call) -> Response:
+    from githubkit_schemas.latest.models import (
+        ReposOwnerRepoCheckRunsPostBodyOneof0,
+        ReposOwnerRepoCheckRunsPostBodyOneof1,
+    )
+
+    repo = call.repo()
+    app, _ = _checks_writer(call)
+    data = call.json()
+    # Oneof0 is the completed run (a conclusion required); Oneof1 any other status, where
+    # a conclusion alone also completes the run.
+    completed = isinstance(data, dict) and data.get("status") == "completed"
+    _check_body(
+        data,
+        (ReposOwnerRepoCheckRunsPostBodyOneof0, ReposOwnerRepoCheckRunsPostBodyOneof1),
+        completed=completed,
+    )
+    head_sha = str(data["head_sha"])
+    if not _SHA.match(head_sha) or git.rev_parse(repo.require_git(), head_sha) is None:
+        raise Unprocessable(f"No commit found for SHA: {head_sha}")
+    run = call.gh.create_check_run(
+        repo,
+        app,
+        name=str(data["name"]),
+        head_sha=head_sha,
+        status=data.get("status"),
+        conclusion=data.get("conclusion"),
+        external_id=data.get("external_id"),
+        details_url=data.get("details_url"),
+        **_output_fields(data.get("output")),
+    )
+    return JSONResponse(payloads.check_run_json(call.gh, repo, run), status_code=201)
+
+
+def _check_run(call: Call, repo: Repository) -> CheckRun:
+    run = call.gh.check_runs.get(call.int_param("check_run_id"))
+    if run is None or run.repo != repo.full_name:
+        raise NotFound("Not Found")
+    return run
+
+
+def get_check_run(call: Call) -> Response:
+    repo = call.repo()
+    return JSONResponse(payloads.check_run_json(call.gh, repo, _check_run(call, repo)))
+
+
+def update_check_run(call: Call) -> Response:
+    from githubkit_schemas.latest.models import (
+        ReposOwnerRepoCheckRunsCheckRunIdPatchBodyAnyof0,
+        ReposOwnerRepoCheckRunsCheckRunIdPatchBodyAnyof1,
+    )
+
+    repo = call.repo()
+    _, app_id = _checks_writer(call)
+    run = _check_run(call, repo)
+    if run.app_id != app_id:
+        raise Forbidden("Resource not accessible by integration")  # another App's run
+    data = call.json()
+    # Oneof0 is the completed run (a conclusion required); Oneof1 any other status, where
+    # a conclusion alone also completes the run.
+    completed = isinstance(data, dict) and data.get("status") == "completed"
+    _check_body(
+        data,
+        (
+            ReposOwnerRepoCheckRunsCheckRunIdPatchBodyAnyof0,
+            ReposOwnerRepoCheckRunsCheckRunIdPatchBodyAnyof1,
+        ),
+        completed=completed,
+    )
+    fields = _output_fields(data.get("output"))
+    updated = call.gh.update_check_run(
+        run,
+        name=data.get("name"),
+        status=data.get("status"),
+        conclusion=data.get("conclusion"),
+        external_id=data.get("external_id"),
+        details_url=data.get("details_url"),
+        **fields,
+    )
+    return JSONResponse(payloads.check_run_json(call.gh, repo, updated))
+
+
 def list_annotations(call: Call) -> Response:
     repo = call.repo()
     run = call.gh.check_runs.get(call.int_param("check_run_id"))
@@ -303,6 +500,161 @@ def blob_job_log(call: Call) -> Response:
     if job is None:
         return _storage_error(404, "BlobNotFound", "The specified blob does not exist.")
     return Response(job.log.encode("utf-8"), media_type="text/plain; charset=utf-8")
+
+
+# --- branches and contents ----------------------------------------------------------------
+
+
+def _reader_may(call: Call, permission: str) -> None:
+    app = _caller_app(call)
+    if app is not None and not _app_may(app, permission, "read"):
+        raise Forbidden("Resource not accessible by integration")
+
+
+def get_branch(call: Call) -> Response:
+    repo = call.repo()
+    name = call.params["branch"]
+    sha = repo.known_refs.get(f"refs/heads/{name}")
+    if sha is None:
+        raise NotFound("Branch not found")
+    info = git.commit_info(repo.require_git(), sha)
+    return JSONResponse(payloads.branch_json(call.gh, repo, name, info))
+
+
+def get_contents(call: Call) -> Response:
+    """A file, a folder's listing, a symlink or a submodule at `ref` (the default branch
+    when none), read from the repository's git with `git ls-tree` / `git cat-file`."""
+    repo = call.repo()
+    _reader_may(call, "contents")
+    git_dir = repo.require_git()
+    ref = call.query.get("ref") or repo.default_branch
+    try:
+        commit = _resolve_ref(repo, ref)
+    except Unprocessable:
+        raise NotFound(f"No commit found for the ref {ref}") from None
+    path = call.params.get("path", "").strip("/")
+    entry = git.tree_entry(git_dir, commit, path)
+    if entry is None:
+        raise NotFound("Not Found")
+    raw = any(t in call.headers.get("accept", "") for t in RAW_TYPES)
+    if entry.mode == "120000":
+        target = git.read_blob(git_dir, entry.sha).decode("utf-8", "surrogateescape")
+        base = path.rsplit("/", 1)[0] if "/" in path else ""
+        resolved = _normalize(f"{base}/{target}" if base else target)
+        pointed = git.tree_entry(git_dir, commit, resolved) if resolved is not None else None
+        if pointed is not None and pointed.kind == "blob" and pointed.mode != "120000":
+            entry = pointed  # "the API responds with the content of the file"
+        else:
+            if raw:
+                return Response(target.encode(), media_type="application/vnd.github.raw+json")
+            body = payloads.content_entry_json(call.gh, repo, entry, ref, "symlink")
+            body["target"] = target
+            return JSONResponse(body)
+    if entry.kind == "tree":
+        items = [
+            payloads.content_entry_json(call.gh, repo, e, ref, _content_kind(e))
+            for e in git.tree_entries(git_dir, commit, path)
+        ]
+        return JSONResponse(items)
+    if entry.kind == "commit":
+        body = payloads.content_entry_json(call.gh, repo, entry, ref, "submodule")
+        body["submodule_git_url"] = None  # the simulation keeps no .gitmodules URL
+        return JSONResponse(body)
+    size = entry.size or 0
+    if size > CONTENT_MAX:
+        raise Forbidden(
+            "This API returns blobs up to 100 MB in size. The requested blob is too large "
+            "to fetch via the API."
+        )
+    data = git.read_blob(git_dir, entry.sha)
+    if raw:
+        return Response(data, media_type="application/vnd.github.raw+json")
+    inline = data if size <= CONTENT_INLINE_MAX else None
+    return JSONResponse(payloads.content_file_json(call.gh, repo, entry, ref, inline))
+
+
+def _normalize(path: str) -> str | None:
+    """A repository-relative path with . and .. resolved; None when it leaves the tree."""
+    parts: list[str] = []
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
+        else:
+            parts.append(part)
+    return "/".join(parts)
+
+
+def _content_kind(entry: git.TreeEntry) -> str:
+    if entry.kind == "tree":
+        return "dir"
+    if entry.kind == "commit":
+        return "submodule"
+    return "symlink" if entry.mode == "120000" else "file"
+
+
+# --- labels -------------------------------------------------------------------------------
+
+
+def _issue(call: Call, repo: Repository) -> Any:
+    pr = repo.pulls.get(call.int_param("issue_number"))
+    if pr is None:
+        raise NotFound("Not Found")
+    return pr
+
+
+def _label_writer(call: Call, repo: Repository) -> str:
+    """Who labels: an App with issues or pull_requests write, or a user with triage or more."""
+    app = _caller_app(call)
+    if app is not None:
+        if not (_app_may(app, "issues", "write") or _app_may(app, "pull_requests", "write")):
+            raise Forbidden("Resource not accessible by integration")
+        return app.bot_login
+    if call.gh.permission(repo, call.login) not in (*WRITE_ROLES, "triage"):
+        raise Forbidden("Must have admin rights to Repository.")
+    return call.login
+
+
+def _labels_json(call: Call, repo: Repository, pr: Any) -> list[Any]:
+    return [payloads.label_json(call.gh, repo, n) for n in pr.labels]
+
+
+def list_labels(call: Call) -> Response:
+    repo = call.repo()
+    pr = _issue(call, repo)
+    page, headers = paginate(call, _labels_json(call, repo, pr))
+    return JSONResponse(list(page), headers=headers)
+
+
+def add_labels(call: Call) -> Response:
+    """`{"labels": [names]}` (or a bare list, or `[{"name": …}]`, as GitHub takes)."""
+    repo = call.repo()
+    pr = _issue(call, repo)
+    actor = _label_writer(call, repo)
+    data = call.json()
+    names = data.get("labels") if isinstance(data, dict) else data
+    if not isinstance(names, list) or not names:
+        raise BadRequest('Invalid request.\n\nNo subschema in "anyOf" matched.', 422)
+    for item in names:
+        name = item.get("name") if isinstance(item, dict) else item
+        if not isinstance(name, str) or not name.strip():
+            raise BadRequest("Validation Failed: a label name must be a non-empty string", 422)
+        if len(name) > 50:
+            raise BadRequest("Validation Failed: name is too long (maximum is 50 characters)", 422)
+        call.gh.add_label(pr, name, actor=actor)
+    return JSONResponse(_labels_json(call, repo, pr))
+
+
+def remove_label(call: Call) -> Response:
+    repo = call.repo()
+    pr = _issue(call, repo)
+    actor = _label_writer(call, repo)
+    if not call.gh.remove_label(pr, call.params["name"], actor=actor):
+        raise NotFound("Label does not exist")
+    return JSONResponse(_labels_json(call, repo, pr))
 
 
 # --- comments and reactions ---------------------------------------------------------------
@@ -546,8 +898,11 @@ class RouteSpec:
 
     @property
     def starlette_path(self) -> str:
-        # A ref may contain slashes (feature/x).
-        return self.template.replace("{ref}", "{ref:path}")
+        # A ref, branch, file path or label name may contain slashes (feature/x).
+        path = self.template
+        for name in ("ref", "branch", "path", "name"):
+            path = path.replace(f"{{{name}}}", f"{{{name}:path}}")
+        return path
 
 
 ROUTES: tuple[RouteSpec, ...] = (
@@ -558,6 +913,14 @@ ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec(
         "GET", "/repos/{owner}/{repo}/check-runs/{check_run_id}/annotations", list_annotations
     ),
+    RouteSpec("POST", "/repos/{owner}/{repo}/check-runs", create_check_run),
+    RouteSpec("GET", "/repos/{owner}/{repo}/check-runs/{check_run_id}", get_check_run),
+    RouteSpec("PATCH", "/repos/{owner}/{repo}/check-runs/{check_run_id}", update_check_run),
+    RouteSpec("GET", "/repos/{owner}/{repo}/branches/{branch}", get_branch),
+    RouteSpec("GET", "/repos/{owner}/{repo}/contents/{path}", get_contents),
+    RouteSpec("GET", "/repos/{owner}/{repo}/issues/{issue_number}/labels", list_labels),
+    RouteSpec("POST", "/repos/{owner}/{repo}/issues/{issue_number}/labels", add_labels),
+    RouteSpec("DELETE", "/repos/{owner}/{repo}/issues/{issue_number}/labels/{name}", remove_label),
     RouteSpec("GET", "/repos/{owner}/{repo}/actions/runs", list_runs),
     RouteSpec("GET", "/repos/{owner}/{repo}/actions/runs/{run_id}", get_run),
     RouteSpec("GET", "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs", list_jobs),

@@ -94,6 +94,11 @@ class Token:
     installation_id: int | None = None
     expires_at: datetime | None = None
 
+    @property
+    def personal(self) -> bool:
+        """A user's own token (GitHub refuses it the Checks API's writes)."""
+        return self.installation_id is None
+
 
 @dataclass
 class AutoMerge:
@@ -290,6 +295,21 @@ class WorkflowRun:
 
 
 @dataclass
+class ApiAnnotation:
+    """An annotation an App sent with a check run's output (create or update)."""
+
+    path: str
+    start_line: int
+    end_line: int
+    annotation_level: str  # notice | warning | failure
+    message: str
+    title: str | None = None
+    raw_details: str | None = None
+    start_column: int | None = None
+    end_column: int | None = None
+
+
+@dataclass
 class CheckRun:
     id: int
     node_id: str
@@ -311,6 +331,11 @@ class CheckRun:
     job_id: int | None = None  # set for Actions check runs (equal to id)
     pull_numbers: list[int] = field(default_factory=list)
     annotations: list[AnnotationSpec] = field(default_factory=list)  # an Actions job's
+    # Made through `POST /repos/{o}/{r}/check-runs` by an App (landbot's own, in tests).
+    via_api: bool = False
+    external_id: str | None = None
+    title: str | None = None  # output.title
+    api_annotations: list[ApiAnnotation] = field(default_factory=list)
 
 
 @dataclass
@@ -329,6 +354,7 @@ class Repository:
     queues: dict[str, MergeQueue] = field(default_factory=dict, repr=False)
     queue_branches: set[str] = field(default_factory=set)  # branches with a merge queue
     known_refs: dict[str, str] = field(default_factory=dict, repr=False)
+    labels: list[str] = field(default_factory=list)  # the repository's labels, by name
     next_number: int = 1
     pushed_at: datetime | None = None
 

@@ -1,4 +1,5 @@
-"""Durable state: deliveries, drops, jobs with leases, comments, budgets, the action ledger."""
+"""Durable state: deliveries, drops, jobs with leases, comments, budgets, the action ledger,
+repositories' own settings files."""
 
 from landbot.store.records import (
     LedgerTest,
@@ -8,6 +9,7 @@ from landbot.store.records import (
     StoredDrop,
     StoredGroup,
     StoredJob,
+    StoredRepoFile,
 )
 from landbot.store.store import Lease, Store, utcnow
 
@@ -21,5 +23,6 @@ __all__ = [
     "StoredDrop",
     "StoredGroup",
     "StoredJob",
+    "StoredRepoFile",
     "utcnow",
 ]

@@ -154,3 +154,38 @@ class LedgerTest:
     retries_passed: int  # failures followed by a passing retry
     first_seen: dt.datetime
     last_seen: dt.datetime
+
+
+@dataclass(frozen=True)
+class StoredRepoFile:
+    """A row of `repo_files`: a repository's own settings file as last read from its
+    default branch, and the last good version (the one in effect)."""
+
+    repo: str  # lower-cased
+    path: str  # the path read (`[policy] repo_file` at the time)
+    commit_sha: str | None  # the default-branch commit of the last read
+    blob_sha: str | None  # the file's blob there; None: the branch had no such file
+    text: str | None
+    good_commit_sha: str | None
+    good_sha: str | None  # None: no good file, the host's settings apply
+    good_text: str | None
+    read_at: dt.datetime | None  # when the last read started; None: never read
+    pushed_at: dt.datetime | None  # the last push to the default branch touching the file
+    reports: dict[str, Any] | None  # blob sha → {"state": "started" | "done", "at": ISO time}
+    updated_at: dt.datetime
+
+    @property
+    def stale(self) -> bool:
+        """A push touched the file after the last read started (or it was never read)."""
+        if self.read_at is None:
+            return True
+        return self.pushed_at is not None and self.pushed_at > self.read_at
+
+    @property
+    def invalid(self) -> bool:
+        """The last version read is not the good one: it was refused."""
+        return self.blob_sha is not None and self.blob_sha != self.good_sha
+
+    def reported(self, blob_sha: str) -> bool:
+        entry = (self.reports or {}).get(blob_sha)
+        return isinstance(entry, dict) and entry.get("state") == "done"

@@ -25,6 +25,7 @@ from landbot.store.records import (
     StoredDrop,
     StoredGroup,
     StoredJob,
+    StoredRepoFile,
 )
 from landbot.store.tables import (
     actions,
@@ -35,6 +36,7 @@ from landbot.store.tables import (
     jobs,
     merge_groups,
     pr_actions,
+    repo_files,
     test_failures,
 )
 
@@ -42,6 +44,9 @@ from landbot.store.tables import (
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
+
+# Invalid versions of a repository's settings file remembered as reported, per repository.
+REPO_FILE_REPORTS_KEPT = 20
 
 # The flaky-test ledger keeps a month; triage weighs the last week of it.
 LEDGER_KEEP = dt.timedelta(days=30)
@@ -132,6 +137,8 @@ class Store:
             .on_conflict_do_nothing(index_elements=["key"])
             .returning(pr_actions.c.id)
         )
+        # A push webhook and a read may create a repository's file row at once.
+        self._insert_repo_file = insert(repo_files).on_conflict_do_nothing(index_elements=["repo"])
 
     @classmethod
     def open(cls, url: str, *, migrate: bool = True) -> Store:
@@ -996,6 +1003,140 @@ class Store:
             q = q.where(actions.c.drop_id == drop_id)
         with self.engine.connect() as conn:
             return [StoredAction(**_fields(row)) for row in conn.execute(q)]
+
+    # --- repository settings files -----------------------------------------------------
+
+    def repo_file(self, repo: str) -> StoredRepoFile | None:
+        """The repository's settings file as last read (None: never read nor pushed to)."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(repo_files).where(repo_files.c.repo == repo.lower())
+            ).first()
+        return StoredRepoFile(**_fields(row)) if row is not None else None
+
+    def repo_files(self) -> list[StoredRepoFile]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(repo_files).order_by(repo_files.c.repo))
+            return [StoredRepoFile(**_fields(row)) for row in rows]
+
+    def _ensure_repo_file(
+        self, conn: sa.Connection, repo: str, path: str, now: dt.datetime
+    ) -> None:
+        conn.execute(self._insert_repo_file.values(repo=repo, path=path, updated_at=now))
+
+    def mark_repo_file_stale(self, repo: str, path: str, *, at: dt.datetime | None = None) -> None:
+        """A push to the default branch touched `path` at `at`: the file is read again at
+        its next use. A row is made when there is none (`path` is then the one to read)."""
+        when = at or utcnow()
+        key = repo.lower()
+        with self.tx() as conn:
+            self._ensure_repo_file(conn, key, path, when)
+            t = repo_files
+            conn.execute(
+                t.update()
+                .where(t.c.repo == key, sa.or_(t.c.pushed_at.is_(None), t.c.pushed_at < when))
+                .values(pushed_at=when, updated_at=utcnow())
+            )
+
+    def save_repo_file_read(
+        self,
+        repo: str,
+        *,
+        path: str,
+        commit_sha: str,
+        blob_sha: str | None,
+        text: str | None,
+        good: bool,
+        read_at: dt.datetime,
+    ) -> bool:
+        """Record one read of the file, started at `read_at`, at default-branch commit
+        `commit_sha`: the file was `blob_sha`/`text`, or absent (None). `good`: it passed
+        validation and is now in effect. Refused, the last good version stays in effect
+        (unless it was of another path); absent, there is no good version either.
+
+        False (nothing written) when a read that started later is recorded already: two
+        workers may read at once, and the older answer must not replace the newer."""
+        t = repo_files
+        key = repo.lower()
+        now = utcnow()
+        values: dict[str, Any] = {
+            "path": path,
+            "commit_sha": commit_sha,
+            "blob_sha": blob_sha,
+            "text": text,
+            "read_at": read_at,
+            "updated_at": now,
+        }
+        no_good = {"good_commit_sha": None, "good_sha": None, "good_text": None}
+        with self.tx() as conn:
+            self._ensure_repo_file(conn, key, path, now)
+            before = conn.execute(
+                sa.select(t.c.path).where(t.c.repo == key).with_for_update()
+            ).one()
+            if blob_sha is None:
+                values.update(no_good)
+            elif good:
+                values.update(good_commit_sha=commit_sha, good_sha=blob_sha, good_text=text)
+            elif before.path != path:
+                values.update(no_good)  # a good version of another file does not apply
+            res = conn.execute(
+                t.update()
+                .where(t.c.repo == key, sa.or_(t.c.read_at.is_(None), t.c.read_at <= read_at))
+                .values(**values)
+            )
+            return res.rowcount == 1
+
+    def claim_repo_file_report(
+        self, repo: str, blob_sha: str, *, lease: dt.timedelta, now: dt.datetime | None = None
+    ) -> str:
+        """Claim reporting invalid version `blob_sha` of the repository's file. "new": the
+        caller reports it; "retake": a claim older than `lease` never finished (its worker
+        died, maybe after reporting: look first); "started": another worker is reporting
+        it; "done": it was reported."""
+        when = now or utcnow()
+        key = repo.lower()
+        t = repo_files
+        with self.tx() as conn:
+            row = conn.execute(
+                sa.select(t.c.reports).where(t.c.repo == key).with_for_update()
+            ).first()
+            if row is None:
+                raise ValueError(f"no settings file read for {repo}; save the read first")
+            reports: dict[str, Any] = dict(row.reports or {})
+            entry = reports.get(blob_sha)
+            if isinstance(entry, dict):
+                if entry.get("state") == "done":
+                    return "done"
+                at = dt.datetime.fromisoformat(str(entry.get("at")))
+                if at > when - lease:
+                    return "started"
+            reports[blob_sha] = {"state": "started", "at": when.isoformat()}
+            newest = sorted(reports.items(), key=lambda kv: str(kv[1].get("at")), reverse=True)
+            kept = dict(newest[:REPO_FILE_REPORTS_KEPT])
+            conn.execute(
+                t.update().where(t.c.repo == key).values(reports=kept, updated_at=utcnow())
+            )
+            return "retake" if isinstance(entry, dict) else "new"
+
+    def finish_repo_file_report(self, repo: str, blob_sha: str, *, done: bool) -> None:
+        """The report of `blob_sha` was made (`done`), or failed: the claim goes, so the next
+        read tries again."""
+        key = repo.lower()
+        t = repo_files
+        with self.tx() as conn:
+            row = conn.execute(
+                sa.select(t.c.reports).where(t.c.repo == key).with_for_update()
+            ).first()
+            if row is None:
+                return
+            reports: dict[str, Any] = dict(row.reports or {})
+            if done:
+                reports[blob_sha] = {"state": "done", "at": utcnow().isoformat()}
+            else:
+                reports.pop(blob_sha, None)
+            conn.execute(
+                t.update().where(t.c.repo == key).values(reports=reports, updated_at=utcnow())
+            )
 
     # --- counts ----------------------------------------------------------------------
 

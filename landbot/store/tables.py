@@ -236,3 +236,26 @@ test_failures = sa.Table(
     sa.Index("ix_test_failures_repo_pr", "repo", "pr", "head_sha"),
     sa.Index("ix_test_failures_seen", "seen_at"),
 )
+
+
+# Revision 0007: each repository's own settings file (`[policy] repo_file`, read from its
+# default branch): the last version read and the last good one, when it was read, whether a
+# push has touched it since (stale while `pushed_at` is later than `read_at`), and the blob
+# shas of the invalid versions already reported (`reports`: sha → {"state", "at"}). `repo`
+# is lower-cased (GitHub's names are case-insensitive). Retention does not prune it.
+repo_files = sa.Table(
+    "repo_files",
+    metadata,
+    sa.Column("repo", Str(200), primary_key=True),
+    sa.Column("path", sa.Text, nullable=False),
+    sa.Column("commit_sha", Str(40)),  # the default-branch commit of the last read
+    sa.Column("blob_sha", Str(40)),  # the file's blob at that commit; None: no file
+    sa.Column("text", sa.Text),
+    sa.Column("good_commit_sha", Str(40)),
+    sa.Column("good_sha", Str(40)),  # None: no good file (the host's settings apply)
+    sa.Column("good_text", sa.Text),
+    sa.Column("read_at", TS),  # when the last read started; None: never read
+    sa.Column("pushed_at", TS),  # the last push to the default branch that touched it
+    sa.Column("reports", sa.JSON),
+    sa.Column("updated_at", TS, nullable=False),
+)

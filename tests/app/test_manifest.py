@@ -44,6 +44,23 @@ R = "read"
 REST: dict[str, Need] = {
     "GET /repos/{owner}/{repo}/commits/{ref}/check-runs": (("checks", R),),
     "GET /repos/{owner}/{repo}/check-runs/{check_run_id}/annotations": (("checks", R),),
+    # "To create a check run, you must use a GitHub App" with checks: write; the same to
+    # update one (docs.github.com/rest/checks/runs).
+    "POST /repos/{owner}/{repo}/check-runs": (("checks", W),),
+    "PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}": (("checks", W),),
+    # Contents: "repository contents, commits, branches, …" (the app-permissions schema).
+    "GET /repos/{owner}/{repo}/branches/{branch}": (("contents", R),),
+    "GET /repos/{owner}/{repo}/contents/{path}": (("contents", R),),
+    # Labels: Issues ("… labels, and milestones") or Pull requests ("… labels, milestones,
+    # and merges"), write; on a pull request either will do.
+    "POST /repos/{owner}/{repo}/issues/{issue_number}/labels": (
+        ("issues", W),
+        ("pull_requests", W),
+    ),
+    "DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels/{name}": (
+        ("issues", W),
+        ("pull_requests", W),
+    ),
     "GET /repos/{owner}/{repo}/actions/runs": (("actions", R),),
     "GET /repos/{owner}/{repo}/actions/runs/{run_id}/jobs": (("actions", R),),
     "GET /repos/{owner}/{repo}/actions/jobs/{job_id}": (("actions", R),),
@@ -83,6 +100,7 @@ GRAPHQL: dict[str, Need] = {
 }
 EVENTS: dict[str, Need] = {
     "check_run": (("checks", R),),
+    "push": (("contents", R),),
     "issue_comment": (("issues", R),),
     "merge_group": (("merge_queues", R),),
     "pull_request": (("pull_requests", R),),

@@ -259,9 +259,12 @@ def test_retry_comment_becomes_a_command_job(store: Store) -> None:
         "pr": 7,
         "user": "alice",
         "comment_id": 99,
+        "user_type": "User",
+        "lines": ["/landbot retry"],
     }
-    # Controls: prose mentioning the command, a bot, and an issue (not a PR) make no job.
-    for i, body in enumerate(["please /landbot retry this", "/landbot retryall"]):
+    # Controls: prose mentioning the command, a quote of it, a bot, and an issue (not a PR)
+    # make no job (`/landbot retryall` is one now: it gets the help text).
+    for i, body in enumerate(["please /landbot retry this", "> /landbot retry"]):
         deliver(
             store,
             "issue_comment",

@@ -41,7 +41,7 @@ def events(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
 
 
 class StubLander:
-    """The two calls a fix job makes of the land loop: the drop, and its decision."""
+    """The calls a fix job makes of the land loop: the drop, its decision, its failure."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -59,6 +59,9 @@ class StubLander:
         assert fixer is not None
         self.decided.append(fixer)
         return Decision("handed_back", (), "the fixer said so")
+
+    def failed(self, drop_id: int, decision: Decision) -> None:
+        pass  # the drop's check run: none in this stub
 
 
 def fix_job(store: Store) -> int:

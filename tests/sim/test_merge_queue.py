@@ -62,10 +62,17 @@ def test_a_passing_pr_merges_with_real_git(
     assert repo.known_refs["refs/heads/main"] == group_sha
     assert group_ref not in repo.known_refs  # GitHub deletes the temporary branch
     assert pr.merged and pr.graphql_state == "MERGED" and pr.merge_commit_sha == group_sha
-    assert _events(gh)[-3:] == [
+    assert _events(gh)[-5:] == [
+        ("push", None, None),  # main fast-forwards to the group commit
         ("merge_group", "destroyed", "merged"),
+        ("push", None, None),  # the temporary branch is deleted
         ("pull_request", "dequeued", "MERGE"),
         ("pull_request", "closed", None),
+    ]
+    pushes = [d.payload for d in gh.deliveries_of("push")[-2:]]
+    assert [(p["ref"], p["after"], p["deleted"]) for p in pushes] == [
+        ("refs/heads/main", group_sha, False),
+        (group_ref, "0" * 40, True),
     ]
     closed = gh.deliveries_of("pull_request", "closed")[0].payload
     assert closed["pull_request"]["merged"] is True

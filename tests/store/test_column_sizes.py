@@ -84,12 +84,13 @@ LONGEST: dict[tuple[str, str], str] = {
     ("drops", "class"): longest(get_args(TriageClass)),
     ("drops", "outcome"): longest(get_args(Outcome)),
     # intake/events.py (drop, command), land/act.py (fix)
-    ("jobs", "kind"): longest(["drop", "fix", "command"]),
+    ("jobs", "kind"): longest(["drop", "fix", "command", "repo_file"]),
     ("jobs", "dedupe_key"): longest(
         [
             keys.drop_job(REPO, PR, SHA, 2**31 - 1),
             keys.fix_job(REPO, PR, SHA, 2**31 - 1),
             f"command:{DELIVERY}",
+            f"repo_file:{DELIVERY}",
         ]
     ),
     ("jobs", "status"): longest(["queued", "leased", "done", "failed", "cancelled"]),
@@ -136,6 +137,12 @@ LONGEST: dict[tuple[str, str], str] = {
     ("test_failures", "head_sha"): SHA,
     ("test_failures", "sha"): SHA,
     ("test_failures", "retry"): longest(["pending", "passed", "failed"]),
+    # pipeline/repo_settings.py save_repo_file_read, intake/events.py mark_repo_file_stale
+    ("repo_files", "repo"): REPO,
+    ("repo_files", "commit_sha"): SHA,
+    ("repo_files", "blob_sha"): SHA,
+    ("repo_files", "good_commit_sha"): SHA,
+    ("repo_files", "good_sha"): SHA,
 }
 
 
@@ -247,6 +254,10 @@ def test_the_longest_values_are_stored_and_read_back(store: Store) -> None:
         repo=REPO, pr=PR, head_sha=SHA, sha="d" * 40, passed=[check], failed={}
     )
     assert sorted(_column(store, "test_failures", "retry")) == ["failed", "passed"]
+    assert store.save_repo_file_read(
+        REPO, path=FREE, commit_sha=SHA, blob_sha=SHA, text=FREE, good=True,
+        read_at=dt.datetime.now(dt.UTC),
+    )  # fmt: skip
 
     for (table, column), value in sorted(LONGEST.items()):
         # Leases end and statuses move on: those were checked when written, above.

@@ -574,6 +574,9 @@ class _Lander:
     def progress(self, msg: str) -> None:
         pass
 
+    def failed(self, drop_id: int, decision: Any) -> None:
+        pass  # the drop's check run: none here
+
 
 @pytest.mark.parametrize("verdict", ["fixed", "needs_human", "error"])
 def test_fixer_runs_are_counted_by_verdict(

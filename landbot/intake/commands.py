@@ -1,0 +1,140 @@
+"""Commands in a pull request comment: `/landbot retry`, `@<app slug> skip`, ... (pure).
+
+    parse_command(body, names)   # the comment's command for these names, or None
+    candidate_lines(body)        # the lines that may be a command, for the webhook path
+
+A command is a line of the comment, outside fenced code (``` or ~~~) and `>` quotes, that
+starts with one of `names` and then a word: `retry`, `skip`, `unskip` or `help`. A name
+without `@` is the slash form (`"landbot"` is `/landbot`); one with `@` a mention (the App's
+`@<slug>` and `@<slug>[bot]`). Case is ignored. Anything else after the name, or nothing,
+is `Command("unknown")` or `Command("help")`: the person gets the help text. The first
+command line of a comment counts; the words after the command are kept (`args`), unused.
+
+Why two functions: the webhook path must stay cheap and cannot call GitHub, so it does not
+know the App's slug (`gh.bot_login()` does). It records a command job only for a comment
+with a candidate line: a `/landbot` line, an `@<login>[bot]` line, or an `@<login>` line
+followed by a command word. `@alice thanks` costs nothing; `@alice retry` costs a job,
+which the worker drops once `parse_command` with the real names says it is not landbot's.
+The job carries the candidate lines (bounded), so the worker decides which one is the
+command without the comment body. One consequence: `@<slug> frobnicate` (an unknown word
+after the bare slug) gets no help text; `/landbot frobnicate` and `@<slug>[bot] frobnicate`
+do.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+COMMANDS = ("retry", "skip", "unskip", "help")
+SLASH_NAME = "landbot"
+# What a job keeps of a comment: enough lines to find the first command, each short enough
+# that a long line cannot bloat the job table (the command word comes first anyway).
+MAX_CANDIDATES = 10
+MAX_LINE = 200
+
+# A fence opens with three or more backticks or tildes, indented by at most three spaces.
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+# A GitHub login: alphanumerics and single hyphens, at most 39 characters; an App's bot
+# account adds `[bot]`.
+_MENTION = re.compile(r"@([A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))(\[bot\])?(?=\s|$)", re.IGNORECASE)
+_SLASH = re.compile(r"/landbot(?=\s|$)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str  # retry | skip | unskip | help | unknown
+    args: tuple[str, ...]  # the words after the command (for unknown: the word itself first)
+    line_text: str  # the command's line as written (stripped), for the reply to quote
+
+
+def _prose_lines(body: str) -> Iterator[str]:
+    """The comment's lines outside fenced code and `>` quotes, stripped."""
+    fence: str | None = None
+    for raw in body.replace("\r\n", "\n").split("\n"):
+        if fence is not None:
+            # A closing fence: the same character, at least as long, nothing else after it.
+            m = _FENCE.match(raw)
+            closes = m is not None and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence)
+            if closes and not raw.strip().strip(fence[0]):
+                fence = None
+            continue
+        m = _FENCE.match(raw)
+        if m:
+            fence = m.group(1)
+            continue
+        line = raw.strip()
+        if line.startswith(">"):
+            continue
+        yield line
+
+
+def _command(line: str, head_len: int) -> Command:
+    words = line[head_len:].split()
+    if not words:
+        return Command("help", (), line)
+    word = words[0].lower()
+    if word in COMMANDS:
+        return Command(word, tuple(words[1:]), line)
+    return Command("unknown", tuple(words), line)
+
+
+def _head(line: str, names: Sequence[str]) -> int | None:
+    """The length of the name the line starts with, when it is one of `names`."""
+    lowered = line.lower()
+    for name in names:
+        form = name.lower() if name.startswith("@") else "/" + name.lower()
+        if lowered.startswith(form) and (len(line) == len(form) or line[len(form)].isspace()):
+            return len(form)
+    return None
+
+
+def parse_command(body: str, names: Sequence[str]) -> Command | None:
+    """The first command in `body` for `names` (`("landbot", "@acme-landbot",
+    "@acme-landbot[bot]")`), or None when it has none."""
+    for line in _prose_lines(body):
+        n = _head(line, names)
+        if n is not None:
+            return _command(line, n)
+    return None
+
+
+def _is_candidate(line: str) -> bool:
+    if _SLASH.match(line):
+        return True
+    m = _MENTION.match(line)
+    if m is None:
+        return False
+    if m.group(2):  # `@<login>[bot]`: only an App's account
+        return True
+    words = line[m.end() :].split()
+    return bool(words) and words[0].lower() in COMMANDS
+
+
+def candidate_lines(body: str) -> list[str]:
+    """The lines that may be a command for some slug (at most MAX_CANDIDATES, each cut to
+    MAX_LINE characters); `parse_command("\\n".join(lines), names)` reads them as it would
+    the whole body."""
+    out: list[str] = []
+    for line in _prose_lines(body):
+        if _is_candidate(line):
+            out.append(line[:MAX_LINE])
+            if len(out) == MAX_CANDIDATES:
+                break
+    return out
+
+
+def mention_names(bot_login: str) -> tuple[str, ...]:
+    """The names a comment may address landbot by: `/landbot` always, and the App's
+    `@<slug>` / `@<slug>[bot]` when landbot runs as an App (a login ending `[bot]`; the
+    Actions token's `github-actions[bot]` is GitHub's, not landbot's)."""
+    if not bot_login.lower().endswith("[bot]") or bot_login.lower() == "github-actions[bot]":
+        return (SLASH_NAME,)
+    slug = bot_login[: -len("[bot]")]
+    return (SLASH_NAME, f"@{slug}", f"@{slug}[bot]")
+
+
+def is_bot(login: str | None, user_type: str | None) -> bool:
+    """A bot account: its comments are never answered (two bots must not talk forever)."""
+    return (user_type or "").lower() == "bot" or (login or "").lower().endswith("[bot]")
