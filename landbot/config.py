@@ -31,6 +31,7 @@ from pydantic import (
     PrivateAttr,
     SecretStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
 )
 from pydantic.fields import FieldInfo
@@ -155,8 +156,14 @@ class PolicySettings(_Section):
 
     @field_validator("fixing_label")
     @classmethod
-    def _fixing_label(cls, v: str) -> str:
-        return v if v == "" else check_label(v)
+    def _fixing_label(cls, v: str, info: ValidationInfo) -> str:
+        if v == "":
+            return v
+        check_label(v)
+        skip = info.data.get("skip_label")
+        if isinstance(skip, str) and same_label(v, skip):
+            raise ValueError(same_label_problem(v, skip))
+        return v
 
     @field_validator("reasons")
     @classmethod
@@ -187,6 +194,9 @@ class FixerSettings(_Section):
         """An agent is configured: a command, or a model agent with a model endpoint."""
         if self._switched_off:
             return False
+        if self.backend == "actions":
+            # The agent runs on the repository's runner, chosen by its committed workflow.
+            return True
         if self.agent == "command":
             return bool(self.command)
         return self.model_url is not None
@@ -223,6 +233,37 @@ class FixerSettings(_Section):
         default_factory=list,
         description="command-agent argvs a repository's file may choose (JSON list in env)",
     )
+    backend: Literal["local", "actions"] = Field(
+        "local",
+        description="where a fix job runs: local (this host's sandbox) or actions (a "
+        "workflow_dispatch of [fixer] workflow on the repository's runners)",
+    )
+    workflow: str = Field(
+        "landbot-fix.yml",
+        description="backend actions: the workflow file (in .github/workflows) dispatched",
+    )
+    actions_deadline_minutes: float = Field(
+        60, gt=0, description="backend actions: a fix run not done by then is failed, minutes"
+    )
+    actions_poll_seconds: float = Field(
+        30, gt=0, description="backend actions: how often a waiting fix job looks at its run"
+    )
+
+    @field_validator("protected_paths")
+    @classmethod
+    def _protected_paths(cls, v: list[str]) -> list[str]:
+        # Compiled now as publishing compiles them: a bad glob stops start-up with one line
+        # instead of failing every fix job.
+        from landbot.core.globs import glob_pattern
+        from landbot.core.linear import LinearError
+
+        for glob in v:
+            if glob.strip():
+                try:
+                    glob_pattern(glob)
+                except LinearError as exc:
+                    raise ValueError(str(exc)) from None
+        return v
 
     @field_validator("agent")
     @classmethod
@@ -252,11 +293,30 @@ class FixerSettings(_Section):
             _check_http_url(v)
         return v
 
+    @field_validator("workflow")
+    @classmethod
+    def _workflow(cls, v: str) -> str:
+        return check_workflow_file(v)
+
 
 # Triage classes that are not the pull request's fault, so re-enqueueing may help.
 REQUEUE_CLASSES = ("flaky", "infrastructure", "cancelled", "timeout")
 # GitHub refuses a label name longer than this.
 MAX_LABEL_LENGTH = 50
+
+
+_WORKFLOW_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\.ya?ml")
+
+
+def check_workflow_file(name: str) -> str:
+    """`name` if it names a workflow file in .github/workflows (GitHub's dispatch API takes
+    the file name as the workflow id), else ValueError."""
+    if not _WORKFLOW_FILE.fullmatch(name):
+        raise ValueError(
+            f"{name!r} is not a workflow file name; use a file in .github/workflows, e.g. "
+            "'landbot-fix.yml'"
+        )
+    return name
 
 
 def check_requeue_class(name: str) -> str:
@@ -271,6 +331,19 @@ def check_requeue_class(name: str) -> str:
             f"there is no triage class {name!r} to re-enqueue; use {', '.join(REQUEUE_CLASSES)}"
         )
     return name
+
+
+def same_label(a: str, b: str) -> bool:
+    """GitHub's label names are case-insensitive: `Hold` and `hold` are one label."""
+    return a.casefold() == b.casefold()
+
+
+def same_label_problem(fixing: str, skip: str) -> str:
+    # The fixing label on the PR would read as the opt-out: each fix thrown away.
+    return (
+        f"the fixing label {fixing!r} is the skip label {skip!r} (labels ignore case), so "
+        'each fix would be dropped as opted out; give it another name or "" for none'
+    )
 
 
 def check_label(name: str) -> str:
@@ -322,6 +395,14 @@ class TriageRule(_Section):
     pattern: str
     # One of the classes of design.md; validated by triage when it compiles the rules.
     class_: str = Field(alias="class")
+    # Set by repo_config.effective on a repository's rule: triage compiles it with RE2
+    # (linear time), since the host's operator did not write it. Not a setting.
+    _linear: bool = PrivateAttr(default=False)
+
+    @property
+    def linear(self) -> bool:
+        """A repository's rule: compiled with RE2 (core/linear.py), never `re`."""
+        return self._linear
 
 
 class TriageSettings(_Section):

@@ -89,7 +89,9 @@ def _check_github(settings: Settings, *, webhook: bool) -> None:
 def _check_work(settings: Settings) -> None:
     fixer = settings.fixer
     agent = ("fixer", "agent")
-    if fixer.agent == "command" and not fixer.command:
+    # backend = "actions": the agent is the repository's workflow's choice, not the host's.
+    local = fixer.backend == "local"
+    if local and fixer.agent == "command" and not fixer.command:
         origin = settings.origin(agent)
         if origin.kind != "default":  # the default: no fixer configured, hand-backs only
             raise LandbotError(
@@ -97,7 +99,7 @@ def _check_work(settings: Settings) -> None:
                 "(LANDBOT_FIXER__COMMAND) is empty; set the argv to run, or remove the agent "
                 "setting to run without a fixer"
             )
-    if fixer.agent != "command" and fixer.model_url is None:
+    if local and fixer.agent != "command" and fixer.model_url is None:
         raise LandbotError(
             f"setting {settings.origin(agent).subject(agent)} is {fixer.agent!r}, which needs "
             "[fixer] model_url (LANDBOT_FIXER__MODEL_URL), the model endpoint the proxy "

@@ -10,6 +10,12 @@ Two kinds of problem, both one line `FILE:LINE: what; the fix`: the file's own (
 an unknown key, a value of the wrong kind: `parse_repo_file`, `problems(text)`), and a value
 that would widen what this host permits (`problems(text, host=...)`). `effective` clamps
 whatever it is given, so a stale good file cannot widen a host that lowered a limit since.
+
+The file is written by whoever can merge to a repository's default branch, and read by the
+host: no text makes parsing raise anything but RepoConfigError (nesting past what TOML's
+parser can recurse into, an integer past TOML's 64-bit range), and what it makes the host
+run is linear time: triage rules and protected-path globs are compiled by RE2
+(core/linear.py), which cannot backtrack.
 """
 
 from __future__ import annotations
@@ -17,9 +23,18 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Iterator
-from typing import Any, Literal, cast, get_args, get_origin
+from itertools import takewhile
+from typing import Annotated, Any, Literal, cast, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import ErrorDetails, core_schema
 
@@ -38,8 +53,13 @@ from landbot.config import (
     check_argv,
     check_label,
     check_requeue_class,
+    check_workflow_file,
+    same_label,
+    same_label_problem,
     toml_lines,
 )
+from landbot.core.globs import MAX_GLOB, MAX_GLOBS, glob_problem
+from landbot.core.linear import LinearError, compile_linear
 from landbot.core.reasons import Reason
 from landbot.errors import RepoConfigError as RepoConfigError  # the file's problems
 from landbot.land.model import DEFAULT_REASON_ACTIONS, ReasonAction
@@ -51,6 +71,11 @@ REPO_FILE = ".github/landbot.toml"
 # triage rules run on the host, so their number and size are bounded.
 MAX_RULES = 50
 MAX_PATTERN = 200
+# The schema nests four deep (the file, [triage], rules, a rule); TOML's parser recurses
+# once per level, so a file nested hundreds deep must be refused before anything walks it.
+MAX_DEPTH = 8
+# TOML's integers are 64-bit (the spec: one that is not representable is an error).
+_INT_RANGE = (-(2**63), 2**63 - 1)
 # Actions a repository may always choose: each does less than any other.
 QUIET_ACTIONS: tuple[ReasonAction, ...] = ("ignore", "note", "handback")
 
@@ -109,8 +134,21 @@ class RepoPolicy(_Table):
 
     @field_validator("fixing_label")
     @classmethod
-    def _fixing_label(cls, v: str | None) -> str | None:
-        return v if not v else check_label(v)
+    def _fixing_label(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if not v:
+            return v
+        check_label(v)
+        skip = info.data.get("skip_label")
+        if isinstance(skip, str) and same_label(v, skip):
+            raise ValueError(same_label_problem(v, skip))
+        return v
+
+
+def _glob(v: str) -> str:
+    why = glob_problem(v)  # compiled as publishing compiles it
+    if why is not None:
+        raise ValueError(why)
+    return v
 
 
 class RepoFixer(_Table):
@@ -133,29 +171,42 @@ class RepoFixer(_Table):
     memory_mb: int | None = Field(
         None, ge=64, description="memory cap of one agent run, MB (at most the host's)"
     )
-    protected_paths: list[str] | None = Field(
-        None, description="globs a fix may not touch, added to the host's"
+    protected_paths: (
+        list[Annotated[str, Field(max_length=MAX_GLOB), AfterValidator(_glob)]] | None
+    ) = Field(
+        None,
+        max_length=MAX_GLOBS,
+        description=f"globs a fix may not touch, added to the host's (at most {MAX_GLOBS})",
     )
+    # Its own runners: choosing actions widens nothing of the host's (no host compute, no
+    # host path; the result is checked on the host as a local job's is).
+    backend: Literal["local", "actions"] | None = Field(
+        None,
+        description='"actions": fix jobs run on this repository\'s own runners (a workflow '
+        'dispatch); "local" only where the host runs them locally',
+    )
+    workflow: str | None = Field(
+        None, description="backend actions: the workflow file in .github/workflows to dispatch"
+    )
+
+    @field_validator("workflow")
+    @classmethod
+    def _workflow(cls, v: str | None) -> str | None:
+        return v if v is None else check_workflow_file(v)
 
     @field_validator("command")
     @classmethod
     def _command(cls, v: list[str] | None) -> list[str] | None:
         return v if v is None else check_argv(v)
 
-    @field_validator("protected_paths")
-    @classmethod
-    def _globs(cls, v: list[str] | None) -> list[str] | None:
-        for glob in v or ():
-            if not glob.strip():
-                raise ValueError("a protected path cannot be blank; write a glob, e.g. 'infra/**'")
-        return v
-
 
 class RepoRule(_Table):
     """[[triage.rules]]: a log line matching `pattern` makes the failure `class`."""
 
     pattern: str = Field(
-        min_length=1, max_length=MAX_PATTERN, description="a regular expression (Python re)"
+        min_length=1,
+        max_length=MAX_PATTERN,
+        description="a regular expression (RE2 syntax: no lookaround or backreferences)",
     )
     class_: RuleClass = Field(alias="class", description="the triage class it gives")
 
@@ -186,91 +237,21 @@ class RepoFile(_Table):
 
 # --- the pattern checks -------------------------------------------------------------------
 
-# What may follow `(?` before a group's body (non-capturing, look-around, named, flags).
-_GROUP_PREFIX = re.compile(r"\?(?:[:=!>]|<[=!]|P<\w+>|<\w+>|P=\w+|#[^)]*|[aiLmsux-]+:?)")
-_BRACES = re.compile(r"\{(\d*)(?:(,)(\d*))?\}")
-
-
-def _quantifier_at(pattern: str, i: int) -> tuple[int, bool] | None:
-    """The quantifier at `pattern[i]`: (its length with a lazy/possessive suffix, whether
-    it repeats more than once); None when there is none."""
-    if i >= len(pattern):
-        return None
-    c = pattern[i]
-    if c in "*+?":
-        length, repeats = 1, c != "?"
-    else:
-        m = _BRACES.match(pattern, i)
-        if m is None or not (m.group(1) or m.group(3)):
-            return None  # `{` that is no quantifier is a literal to re
-        low, comma, high = m.group(1), m.group(2), m.group(3)
-        top = int(high) if high else (None if comma else int(low))
-        length, repeats = m.end() - i, top is None or top > 1
-    if i + length < len(pattern) and pattern[i + length] in "?+":
-        length += 1
-    return length, repeats
-
-
-def nested_quantifier(pattern: str) -> str | None:
-    """The first repeated group that holds a quantifier (`(a+)+`, `(?:x*y)*`, `((a+)b)+`),
-    which can make a backtracking engine take exponential time; None when there is none.
-    (Overlapping alternatives such as `(a|a)+` are not caught: the rule is the quantifier.)"""
-    holds: list[tuple[int, bool]] = []  # open groups: where each starts, holds a quantifier
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        closed: tuple[int, bool] | None = None  # the group this atom closes, if any
-        if c == "\\":
-            i += 2
-        elif c == "[":
-            j = i + 1
-            if pattern[j : j + 1] == "^":
-                j += 1
-            if pattern[j : j + 1] == "]":
-                j += 1
-            while j < len(pattern) and pattern[j] != "]":
-                j += 2 if pattern[j] == "\\" else 1
-            i = j + 1
-        elif c == "(":
-            m = _GROUP_PREFIX.match(pattern, i + 1)
-            holds.append((i, False))
-            i = m.end() if m is not None else i + 1
-            continue  # a group's opening is no atom a quantifier could follow
-        elif c == ")" and holds:
-            closed = holds.pop()
-            i += 1
-            if closed[1] and holds:  # a quantifier inside an inner group is inside this one
-                holds[-1] = (holds[-1][0], True)
-        else:
-            i += 1
-        q = _quantifier_at(pattern, i)
-        if q is None:
-            continue
-        length, repeats = q
-        if repeats and closed is not None and closed[1]:
-            return pattern[closed[0] : i + length]
-        if holds:
-            holds[-1] = (holds[-1][0], True)
-        i += length
-    return None
-
 
 def pattern_problem(pattern: str) -> str | None:
-    """Why a repository's triage pattern is refused (one line with the fix), or None."""
+    """Why a repository's triage pattern is refused (one line with the fix), or None.
+
+    It must compile with RE2, which triage runs a repository's rules with: matching is then
+    linear in the log's length whatever the pattern (no nested-quantifier check is needed:
+    `(a+)+` is as fast as `a+` there)."""
     if not pattern:
         return "a pattern cannot be empty; write a regular expression"
     if len(pattern) > MAX_PATTERN:
         return f"the pattern has {len(pattern)} characters; shorten it to {MAX_PATTERN} or fewer"
     try:
-        re.compile(pattern, re.MULTILINE)
-    except re.error as exc:
-        return f"the pattern is not a regular expression ({exc}); fix it"
-    nested = nested_quantifier(pattern)
-    if nested is not None:
-        return (
-            f"the pattern repeats a group that holds a quantifier ({nested}), which can take "
-            "exponential time on a long log line; drop the inner or the outer quantifier"
-        )
+        compile_linear(pattern, multiline=True)
+    except LinearError as exc:
+        return str(exc)
     return None
 
 
@@ -280,17 +261,85 @@ def pattern_problem(pattern: str) -> str | None:
 def _load(text: str, file: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        msg = str(exc)
-        m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
-        what = re.sub(r"\s*\(at .*\)$", "", msg).rstrip(".")
-        if m is not None:
-            line, where = int(m.group(1)), f" at column {m.group(2)}"
-        else:  # `(at end of document)`
-            line, where = max(1, len(text.splitlines())), " at the end"
+    except RecursionError:
         raise RepoConfigError(
-            file, line, f"not valid TOML: {what[:1].lower()}{what[1:]}{where}; fix the syntax"
+            file,
+            _deep_line(text) or 1,
+            "not valid TOML for landbot: arrays or inline tables nested hundreds deep (a "
+            f"setting nests at most {MAX_DEPTH}); flatten them",
         ) from None
+    except ValueError as exc:
+        if isinstance(exc, tomllib.TOMLDecodeError):
+            raise _syntax(text, file, exc) from None
+        # tomllib lets int() fail on a number of thousands of digits (Python's limit).
+        raise RepoConfigError(
+            file,
+            _long_number_line(text) or 1,
+            f"not valid TOML: a number too long to read ({str(exc)[:60]}…); write a number "
+            "within TOML's 64-bit range",
+        ) from None
+
+
+def _syntax(text: str, file: str, exc: tomllib.TOMLDecodeError) -> RepoConfigError:
+    msg = str(exc)
+    m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
+    what = re.sub(r"\s*\(at .*\)$", "", msg).rstrip(".")
+    if m is not None:
+        line, where = int(m.group(1)), f" at column {m.group(2)}"
+    else:  # `(at end of document)`
+        line, where = max(1, len(text.splitlines())), " at the end"
+    return RepoConfigError(
+        file, line, f"not valid TOML: {what[:1].lower()}{what[1:]}{where}; fix the syntax"
+    )
+
+
+_BRACKET = re.compile(r"[\[\]{}]")
+_LONG_NUMBER = re.compile(r"[0-9_]{40,}")
+
+
+def _deep_line(text: str) -> int | None:
+    """The line where brackets first nest past MAX_DEPTH, counted naively (strings are not
+    skipped: a hint for the message, for a file TOML's parser could not even walk)."""
+    depth = 0
+    for number, line in enumerate(text.splitlines(), 1):
+        for m in _BRACKET.finditer(line):
+            depth += 1 if m.group() in "[{" else -1
+            if depth > MAX_DEPTH:
+                return number
+        depth = max(depth, 0)
+    return None
+
+
+def _long_number_line(text: str) -> int | None:
+    for number, line in enumerate(text.splitlines(), 1):
+        if _LONG_NUMBER.search(line):
+            return number
+    return None
+
+
+def _shape(data: dict[str, Any]) -> list[tuple[Loc, str]]:
+    """What parsed but no settings file can hold, found without recursion (so nothing after
+    walks a deep value): nesting past MAX_DEPTH, an integer past TOML's 64-bit range."""
+    found: list[tuple[Loc, str]] = []
+    todo: list[tuple[Loc, Any]] = [((), data)]
+    while todo:
+        loc, value = todo.pop()
+        if isinstance(value, dict | list):
+            if len(loc) >= MAX_DEPTH:
+                name = _dotted(tuple(takewhile(lambda p: isinstance(p, str), loc))[:2])
+                found.append(
+                    (loc, f"{name} holds arrays or tables nested {MAX_DEPTH} deep or more; "
+                     "a setting holds a value or a list of values: flatten it")
+                )  # fmt: skip
+                continue
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            todo.extend(((*loc, k), v) for k, v in items)
+        elif isinstance(value, int) and not _INT_RANGE[0] <= value <= _INT_RANGE[1]:
+            found.append(
+                (loc, f"{_dotted(loc)} is an integer outside TOML's 64-bit range; "
+                 "write a smaller number")
+            )  # fmt: skip
+    return found
 
 
 def _dotted(loc: Loc) -> str:
@@ -364,6 +413,8 @@ def _message(err: ErrorDetails) -> str:
     ctx = err.get("ctx") or {}
     kind = err["type"]
     shown = _toml_value(value) if not isinstance(value, dict) else "a table"
+    if len(shown) > 80:  # a problem is one readable line, whatever the file holds
+        shown = shown[:77] + "…"
     if kind == "extra_forbidden":
         return _unknown(loc, value)
     if is_key:
@@ -391,7 +442,11 @@ def _message(err: ErrorDetails) -> str:
         return f"{name} = {shown} is too low; use {bound} {more}"
     if kind == "too_long":
         most = ctx.get("max_length")
-        what = "rules" if isinstance(value, list) else "characters"
+        what = (
+            ("rules" if name.endswith("rules") else "entries")
+            if isinstance(value, list)
+            else "characters"
+        )
         return f"{name} has too many {what}; keep it to {most} or fewer"
     if kind == "too_short" or kind == "string_too_short":
         return f"{name} cannot be empty; write a value or remove the key"
@@ -451,12 +506,14 @@ def problems(
     except RepoConfigError as exc:
         return [exc]
     lines = toml_lines(text)
-    repo, found = _structure(data)
-    if host is not None:
-        if repo is None:
-            repo, _ = _structure(_without(data, [loc for loc, _ in found]))
-        if repo is not None:
-            found += list(_widening(repo, host))
+    found = _shape(data)
+    if not found:  # else nothing below may walk it
+        repo, found = _structure(data)
+        if host is not None:
+            if repo is None:
+                repo, _ = _structure(_without(data, [loc for loc, _ in found]))
+            if repo is not None:
+                found += [*_widening(repo, host), *_conflicts(repo, host)]
     out = [RepoConfigError(file, _line_of(lines, _toml_loc(loc)), msg) for loc, msg in found]
     return sorted(out, key=lambda e: e.line or 0)
 
@@ -568,6 +625,29 @@ def _widening(repo: RepoFile, host: Settings) -> Iterator[tuple[Loc, str]]:
             f"fixer.memory_mb = {f.memory_mb} is above this host's limit {hf.memory_mb}; "
             f"use {hf.memory_mb} or less",
         )
+    if f.backend == "local" and hf.backend != "local":
+        yield (
+            ("fixer", "backend"),
+            'fixer.backend = "local", but this host runs fix jobs on Actions runners and a '
+            'repository cannot move them onto the host; use "actions" or remove it',
+        )
+
+
+def _labels(host: Settings, p: RepoPolicy) -> tuple[str, str]:
+    """The skip and fixing labels in effect with this file (before any conflict is undone)."""
+    skip = p.skip_label or host.policy.skip_label
+    fixing = p.fixing_label if p.fixing_label is not None else host.policy.fixing_label
+    return skip, fixing
+
+
+def _conflicts(repo: RepoFile, host: Settings) -> Iterator[tuple[Loc, str]]:
+    """A value that is no wider than the host's, but clashes with one of the host's."""
+    p = repo.policy
+    skip, fixing = _labels(host, p)
+    if fixing and same_label(fixing, skip) and not (p.skip_label and p.fixing_label):
+        # Both in the file is the file's own problem (RepoPolicy); here one is the host's.
+        key = "fixing_label" if p.fixing_label else "skip_label"
+        yield (("policy", key), f"policy.{key}: {same_label_problem(fixing, skip)}")
 
 
 def effective(host: Settings, repo: RepoFile | None) -> Settings:
@@ -607,6 +687,10 @@ def _policy(host: Settings, p: RepoPolicy) -> PolicySettings:
         update["skip_label"] = p.skip_label
     if p.fixing_label is not None:
         update["fixing_label"] = p.fixing_label
+    skip, fixing = _labels(host, p)
+    if fixing and same_label(fixing, skip):
+        # The fixer's own label would read as the opt-out: none rather than that.
+        update["fixing_label"] = ""
     return hp.model_copy(update=update)
 
 
@@ -621,8 +705,17 @@ def _fixer(host: Settings, f: RepoFixer) -> FixerSettings:
         update["timeout"] = min(f.timeout, hf.timeout)
     if f.memory_mb is not None:
         update["memory_mb"] = max(64, min(f.memory_mb, hf.memory_mb))
+    if f.backend == "actions":
+        update["backend"] = "actions"
+    if f.workflow is not None:
+        update["workflow"] = f.workflow
     if f.protected_paths:
-        extra = [g for g in f.protected_paths if g.strip() and g not in hf.protected_paths]
+        # Checked again (bounded, compiled): publishing must never meet a glob it cannot run.
+        extra = [
+            g
+            for g in f.protected_paths[:MAX_GLOBS]
+            if glob_problem(g) is None and g not in hf.protected_paths
+        ]
         update["protected_paths"] = [*hf.protected_paths, *dict.fromkeys(extra)]
     out = hf.model_copy(update=update)
     if f.enabled is False:
@@ -639,6 +732,8 @@ def _triage(host: TriageSettings, t: RepoTriage) -> TriageSettings:
         for r in t.rules[:MAX_RULES]
         if r.class_ in RULE_CLASSES and pattern_problem(r.pattern) is None
     ]
+    for rule in mine:
+        rule._linear = True  # a repository's pattern: triage runs it with RE2, never `re`
     return host.model_copy(update={"rules": [*host.rules, *mine]})
 
 

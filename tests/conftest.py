@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -24,6 +24,9 @@ from landbot.sandbox.runner import (
     prepare_workdir,
     run_sandboxed,
 )
+
+if TYPE_CHECKING:
+    from landbot.store import Store
 
 
 @pytest.fixture(scope="session")
@@ -130,6 +133,27 @@ def postgres_databases(_postgres_databases: PostgresDatabases) -> Iterator[Postg
         _postgres_databases.drop_created()
 
 
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    """A store in a SQLite file of the test's own (a folder that runs on PostgreSQL as well
+    defines its own `store`)."""
+    from landbot.store import Store
+
+    s = Store.open(f"sqlite:///{tmp_path / 'l.db'}")
+    yield s
+    s.close()
+
+
+def matches_snapshot(path: Path, text: str) -> None:
+    """`text` is the snapshot at `path` to the letter; LANDBOT_UPDATE_SNAPSHOTS=1 writes it
+    first (after a deliberate change: then read the diff)."""
+    if os.environ.get("LANDBOT_UPDATE_SNAPSHOTS") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no snapshot {path.name}: run with LANDBOT_UPDATE_SNAPSHOTS=1"
+    assert text == path.read_text()
+
+
 # --- the sandbox: real git checkouts, real bubblewrap -----------------------------------
 # Work trees live under a folder of /tmp with mode 755: pytest's own tmp_path is under a
 # mode-700 folder the sandbox uid cannot traverse, so bubblewrap could not bind it.
@@ -162,6 +186,43 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(
         ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
     ).stdout
+
+
+def run_git(cwd: Path, *args: str) -> str:
+    """git's output, stripped; `cwd` is trusted even when the sandbox uid owns it."""
+    return subprocess.run(
+        ["git", "-c", f"safe.directory={cwd}", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def diverge(work: Path) -> tuple[str, str]:
+    """Branch `feature` of `work`'s main sets ANSWER = 42 in app.py, and main moves on to
+    ANSWER = 40: merging main into feature conflicts. Leaves feature checked out; gives
+    (main's tip, feature's tip)."""
+    run_git(work, "checkout", "-qb", "feature")
+    (work / "app.py").write_text("ANSWER = 42\n")
+    run_git(work, "commit", "-qam", "feature")
+    run_git(work, "checkout", "-q", "main")
+    (work / "app.py").write_text("ANSWER = 40\n")
+    run_git(work, "commit", "-qam", "main moves")
+    run_git(work, "checkout", "-q", "feature")
+    return run_git(work, "rev-parse", "main"), run_git(work, "rev-parse", "HEAD")
+
+
+@contextlib.contextmanager
+def sandbox_folder(prefix: str) -> Iterator[Path]:
+    """A folder under /tmp with mode 755, removed after (pytest's tmp_path is mode 700: the
+    sandbox uid could not reach a checkout in it)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    os.chmod(path, 0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @dataclass

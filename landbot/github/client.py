@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, urljoin
@@ -37,10 +38,12 @@ from landbot.github.errors import (
 )
 from landbot.github.models import (
     Annotation,
+    Artifact,
     BranchHead,
     CheckOutput,
     CheckRun,
     Comment,
+    Dispatched,
     EnqueueResult,
     FileContent,
     Job,
@@ -329,6 +332,91 @@ class GitHubClient:
         """
         return self._job_log(repo, job_id, chunk_size)
 
+    # --- Actions: the fixer backend's workflow runs --------------------------------------
+
+    def dispatch_workflow(
+        self, repo: str, workflow: str, ref: str, inputs: Mapping[str, str]
+    ) -> Dispatched:
+        """POST .../actions/workflows/{workflow}/dispatches: start one run of `workflow` (a
+        file name in .github/workflows) on `ref` with `inputs`.
+
+        Not idempotent: it is sent once (no retry after a request that may have reached
+        GitHub; MutationOutcomeUnknown then), and after an unknown outcome the caller looks
+        for the run by its one-time id before sending it again. GitHub answers 204, or 200
+        with `workflow_run_id` when asked for the run's details.
+        (https://docs.github.com/en/rest/actions/workflows#create-a-workflow-dispatch-event)
+        """
+        path = f"{repo_path(repo)}/actions/workflows/{quote(workflow, safe='')}/dispatches"
+        body = {"ref": ref, "inputs": dict(inputs), "return_run_details": True}
+        data = self._rest("POST", path, repo=repo, json=body)
+        run_id = data.get("workflow_run_id") if isinstance(data, dict) else None
+        return Dispatched(run_id=int(run_id) if run_id is not None else None)
+
+    def workflow_runs(
+        self,
+        repo: str,
+        workflow: str,
+        *,
+        event: str | None = None,
+        created_after: datetime | None = None,
+    ) -> list[WorkflowRun]:
+        """The newest runs (one page of 100) of `workflow`, of `event`, created at or after
+        `created_after`, each with its `display_title` (the run-name landbot's caller sets to
+        carry the one-time job id)."""
+        params: dict[str, Any] = {}
+        if event:
+            params["event"] = event
+        if created_after is not None:
+            at = created_after.astimezone(UTC).replace(microsecond=0, tzinfo=None)
+            params["created"] = f">={at.isoformat()}Z"
+        path = f"{repo_path(repo)}/actions/workflows/{quote(workflow, safe='')}/runs"
+        items = self._paginate(repo, path, params, key="workflow_runs", max_pages=1)
+        return [self._parse(parse.workflow_run, i, "workflow run") for i in items]
+
+    def workflow_run(self, repo: str, run_id: int) -> WorkflowRun:
+        data = self._rest("GET", f"{repo_path(repo)}/actions/runs/{int(run_id)}", repo=repo)
+        return self._parse(parse.workflow_run, data, "workflow run")
+
+    def cancel_workflow_run(self, repo: str, run_id: int) -> None:
+        """POST .../actions/runs/{run_id}/cancel: GitHub answers 202 and cancels the run's
+        jobs soon after, 409 when the run has already completed. Repeatable: cancelling a
+        run twice asks for the same thing.
+        (https://docs.github.com/en/rest/actions/workflow-runs#cancel-a-workflow-run)"""
+        path = f"{repo_path(repo)}/actions/runs/{int(run_id)}/cancel"
+        self._rest("POST", path, repo=repo, repeatable=True)
+
+    def run_artifacts(self, repo: str, run_id: int) -> list[Artifact]:
+        path = f"{repo_path(repo)}/actions/runs/{int(run_id)}/artifacts"
+        items = self._paginate(repo, path, {}, key="artifacts")
+        return [self._parse(parse.artifact, i, "artifact") for i in items]
+
+    def download_artifact(self, repo: str, artifact_id: int, *, max_bytes: int) -> bytes:
+        """The artifact's zip: the API answers 302 to a short-lived blob URL, fetched without
+        the token as a job's log is. GitHubError past `max_bytes` (read no further)."""
+        path = f"{repo_path(repo)}/actions/artifacts/{int(artifact_id)}/zip"
+        with ExitStack() as keep:
+            response = self._call(
+                lambda authz: self._open_log(path, authz, keep), repo=repo, mutation=False
+            )
+            declared = response.headers.get("content-length")
+            if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+                raise GitHubError(
+                    response.status_code,
+                    f"artifact {artifact_id} is {int(declared):,} bytes, over the cap of "
+                    f"{max_bytes:,}",
+                )
+            chunks: list[bytes] = []
+            got = 0
+            for chunk in _chunks(response, None):
+                got += len(chunk)
+                if got > max_bytes:
+                    raise GitHubError(
+                        response.status_code,
+                        f"artifact {artifact_id} is over the cap of {max_bytes:,} bytes",
+                    )
+                chunks.append(chunk)
+            return b"".join(chunks)
+
     def create_check_run(
         self,
         repo: str,
@@ -347,16 +435,15 @@ class GitHubClient:
         finds the run by `external_id` instead. Annotations past the first 50 follow in
         PATCHes of the same output, as GitHub's docs say.
         """
-        body: dict[str, Any] = {"name": name, "head_sha": head_sha, "status": status}
-        if external_id is not None:
-            body["external_id"] = external_id
-        if details_url is not None:
-            body["details_url"] = details_url
-        if conclusion is not None:
-            body["conclusion"] = conclusion
-        batches = _annotation_batches(output)
-        if output is not None:
-            body["output"] = _output_json(output, batches[0])
+        body, batches = _check_run_body(
+            output,
+            name=name,
+            head_sha=head_sha,
+            status=status,
+            external_id=external_id,
+            details_url=details_url,
+            conclusion=conclusion,
+        )
         data = self._rest("POST", f"{repo_path(repo)}/check-runs", repo=repo, json=body)
         made = self._parse(parse.check_run, data, "check run")
         return self._more_annotations(repo, made, output, batches[1:])
@@ -371,16 +458,9 @@ class GitHubClient:
         details_url: str | None = None,
         output: CheckOutput | None = None,
     ) -> CheckRun:
-        body: dict[str, Any] = {}
-        if status is not None:
-            body["status"] = status
-        if conclusion is not None:
-            body["conclusion"] = conclusion
-        if details_url is not None:
-            body["details_url"] = details_url
-        batches = _annotation_batches(output)
-        if output is not None:
-            body["output"] = _output_json(output, batches[0])
+        body, batches = _check_run_body(
+            output, status=status, conclusion=conclusion, details_url=details_url
+        )
         data = self._patch_check_run(repo, check_run_id, body)
         updated = self._parse(parse.check_run, data, "check run")
         return self._more_annotations(repo, updated, output, batches[1:])
@@ -523,12 +603,15 @@ class GitHubClient:
         tip = self._rest("GET", f"{repo_path(repo)}/branches/{quote(branch, safe='')}", repo=repo)
         return self._parse(parse.branch_head, tip, "branch")
 
-    def file_contents(self, repo: str, path: str, *, ref: str | None = None) -> FileContent | None:
+    def file_contents(
+        self, repo: str, path: str, *, ref: str | None = None, max_bytes: int | None = None
+    ) -> FileContent | None:
         """The file at `path` (at `ref`, else the default branch), decoded; None if absent.
 
         A directory, a symlink to outside the repository or a submodule, or a file that is
         not UTF-8, is a GitHubError. A file over 1 MB comes without content; it is read
-        again with the raw media type, as GitHub's docs say.
+        again with the raw media type, as GitHub's docs say. A file whose `size` is over
+        `max_bytes` comes back with `text` None, neither decoded nor read raw (up to 100 MB).
         """
         url = f"{repo_path(repo)}/contents/{quote(path.lstrip('/'), safe='/')}"
         params = {"ref": ref} if ref else None
@@ -543,6 +626,8 @@ class GitHubClient:
             raise GitHubError(
                 200, f"unexpected contents object from GitHub for {repo}:{path} ({exc})"
             ) from None
+        if max_bytes is not None and found.size > max_bytes:
+            return FileContent(path=found.path, sha=found.sha, text=None, size=found.size)
         raw = found.content
         if raw is None:  # over 1 MB: encoding "none"
             raw = self._raw_file(repo, url, params)
@@ -594,6 +679,13 @@ class GitHubClient:
         """The token to push to `repo` with git (the installation token, or the plain token)."""
         split_repo(repo)
         return self.auth.git_token(repo, self._auth_http)
+
+    def installation_of(self, repo: str) -> str:
+        """The App installation `repo` is reached through ("token" under a plain token):
+        what the fixer's per-installation cap counts by."""
+        if not isinstance(self.auth, AppAuth):
+            return "token"
+        return str(self.auth.installation_id(repo, self._auth_http))
 
     # --- plumbing --------------------------------------------------------------------
 
@@ -951,6 +1043,18 @@ def _annotation_batches(output: CheckOutput | None) -> list[tuple[Annotation, ..
     notes = output.annotations if output is not None else ()
     step = ANNOTATIONS_PER_REQUEST
     return [notes[i : i + step] for i in range(0, len(notes), step)] or [()]
+
+
+def _check_run_body(
+    output: CheckOutput | None, **fields: str | None
+) -> tuple[dict[str, Any], list[tuple[Annotation, ...]]]:
+    """A check run's create or update body (the fields given, with the output and its first
+    50 annotations), and the annotations' batches: the rest go in later PATCHes."""
+    body: dict[str, Any] = {k: v for k, v in fields.items() if v is not None}
+    batches = _annotation_batches(output)
+    if output is not None:
+        body["output"] = _output_json(output, batches[0])
+    return body, batches
 
 
 def _output_json(output: CheckOutput, annotations: tuple[Annotation, ...]) -> dict[str, Any]:

@@ -111,7 +111,9 @@ class FileContent:
 
     path: str
     sha: str  # the blob's sha: names this version of the file
-    text: str  # UTF-8; a file that is not is refused by the client (GitHubError)
+    # UTF-8 (a file that is not is refused by the client: GitHubError); None: over the
+    # caller's `max_bytes`, so not read (`size` says how large it is).
+    text: str | None
     size: int
 
 
@@ -132,6 +134,32 @@ class WorkflowRun:
     status: str | None
     conclusion: str | None
     html_url: str
+    # The run's title (a workflow's `run-name`, else the commit's message), its event, its
+    # workflow file and when it was created: how the actions fixer backend finds its run.
+    display_title: str = ""
+    event: str | None = None
+    path: str | None = None
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One workflow run artifact (GET /repos/{owner}/{repo}/actions/runs/{id}/artifacts)."""
+
+    id: int
+    name: str
+    size_in_bytes: int
+    expired: bool
+    run_id: int | None = None
+    head_sha: str | None = None
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    """A workflow_dispatch GitHub accepted; the run's id when GitHub said it (the
+    `return_run_details` answer), else None (the 204 answer: find the run by its title)."""
+
+    run_id: int | None = None
 
 
 @dataclass(frozen=True)

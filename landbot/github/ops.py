@@ -6,16 +6,19 @@ One signature per operation, composed into one Protocol per stage.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from landbot.github.models import (
     Annotation,
+    Artifact,
     BranchHead,
     CheckOutput,
     CheckRun,
     Comment,
+    Dispatched,
     EnqueueResult,
     FileContent,
     Job,
@@ -55,8 +58,12 @@ class ReadsFiles(Protocol):
         """The default branch and its tip (`GET /repos/{o}/{r}`, then its branch)."""
         ...
 
-    def file_contents(self, repo: str, path: str, *, ref: str | None = None) -> FileContent | None:
-        """The file at `ref` (None: the default branch); None when there is no such file."""
+    def file_contents(
+        self, repo: str, path: str, *, ref: str | None = None, max_bytes: int | None = None
+    ) -> FileContent | None:
+        """The file at `ref` (None: the default branch); None when there is no such file.
+        Over `max_bytes` (GitHub's `size`): its path, sha and size, and `text` None, without
+        reading its bytes."""
         ...
 
 
@@ -159,3 +166,35 @@ class ReadsAnnotations(Protocol):
 
 class FixClient(ReadsPull, ArmsAutoMerge, Protocol):
     """What one land-fixer job needs: the pull request re-read, then publishing."""
+
+
+class RunsWorkflows(Protocol):
+    """The `actions` fixer backend: dispatch the repository's fix workflow, follow its
+    run, take its artifact."""
+
+    def dispatch_workflow(
+        self, repo: str, workflow: str, ref: str, inputs: Mapping[str, str]
+    ) -> Dispatched: ...
+
+    def workflow_runs(
+        self,
+        repo: str,
+        workflow: str,
+        *,
+        event: str | None = None,
+        created_after: datetime | None = None,
+    ) -> list[WorkflowRun]: ...
+
+    def workflow_run(self, repo: str, run_id: int) -> WorkflowRun: ...
+
+    def cancel_workflow_run(self, repo: str, run_id: int) -> None: ...
+
+    def run_artifacts(self, repo: str, run_id: int) -> list[Artifact]: ...
+
+    def download_artifact(self, repo: str, artifact_id: int, *, max_bytes: int) -> bytes: ...
+
+    def installation_of(self, repo: str) -> str: ...
+
+
+class ActionsFixClient(FixClient, RunsWorkflows, Protocol):
+    """What one land-fixer job on Actions needs: the run, then publishing as a local job."""

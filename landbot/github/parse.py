@@ -14,6 +14,7 @@ from typing import Any
 
 from landbot.github.models import (
     Annotation,
+    Artifact,
     BranchHead,
     CheckRun,
     Comment,
@@ -165,6 +166,22 @@ def workflow_run(obj: dict[str, Any]) -> WorkflowRun:
         status=obj.get("status"),
         conclusion=obj.get("conclusion"),
         html_url=str(obj.get("html_url") or ""),
+        display_title=str(obj.get("display_title") or ""),
+        event=obj.get("event"),
+        path=obj.get("path"),
+        created_at=timestamp(obj.get("created_at")),
+    )
+
+
+def artifact(obj: dict[str, Any]) -> Artifact:
+    run = obj.get("workflow_run") or {}
+    return Artifact(
+        id=int(obj["id"]),
+        name=str(obj["name"]),
+        size_in_bytes=int(obj["size_in_bytes"]),
+        expired=bool(obj.get("expired")),
+        run_id=int(run["id"]) if isinstance(run, dict) and run.get("id") is not None else None,
+        head_sha=run.get("head_sha") if isinstance(run, dict) else None,
     )
 
 

@@ -3,7 +3,8 @@
     parse_command(body, names)   # the comment's command for these names, or None
     candidate_lines(body)        # the lines that may be a command, for the webhook path
 
-A command is a line of the comment, outside fenced code (``` or ~~~) and `>` quotes, that
+A command is a line of the comment, outside fenced and indented code, `>` quotes (with
+their lazy continuation lines) and `<!-- … -->` comments (see `_prose_lines`), that
 starts with one of `names` and then a word: `retry`, `skip`, `unskip` or `help`. A name
 without `@` is the slash form (`"landbot"` is `/landbot`); one with `@` a mention (the App's
 `@<slug>` and `@<slug>[bot]`). Case is ignored. Anything else after the name, or nothing,
@@ -49,9 +50,56 @@ class Command:
     line_text: str  # the command's line as written (stripped), for the reply to quote
 
 
+def _columns(raw: str) -> int:
+    """The line's indentation in columns (a tab goes to the next multiple of 4)."""
+    col = 0
+    for ch in raw:
+        if ch == " ":
+            col += 1
+        elif ch == "\t":
+            col += 4 - col % 4
+        else:
+            break
+    return col
+
+
+def _outside_comments(raw: str, inside: bool) -> tuple[str, bool]:
+    """The line without its `<!-- … -->` spans (GitHub shows none of their text), and
+    whether a comment is still open at its end. A line that starts inside a comment, or
+    with `<!--`, is hidden whole: "" (an HTML block, CommonMark §4.6)."""
+    hidden = inside or raw.lstrip().startswith("<!--")
+    out, rest = [], raw
+    while rest:
+        if inside:
+            end = rest.find("-->")
+            if end < 0:
+                break
+            rest, inside = rest[end + 3 :], False
+            continue
+        start = rest.find("<!--")
+        if start < 0:
+            out.append(rest)
+            break
+        out.append(rest[:start])
+        rest, inside = rest[start + 4 :], True
+    return ("" if hidden else "".join(out)), inside
+
+
 def _prose_lines(body: str) -> Iterator[str]:
-    """The comment's lines outside fenced code and `>` quotes, stripped."""
+    """The comment's lines that GitHub shows as text of their own, stripped: not in fenced
+    code, not in an indented code block, not in a `>` quote (lazy continuation lines
+    included), not inside an HTML comment.
+
+    - A line after a `>` line with text, with no blank line between, is still the quote's:
+      CommonMark §5.1 (block quotes) calls it a lazy continuation line, and GitHub renders
+      `> q\n/landbot retry` as one quoted paragraph. A blank line, or a fence, ends it.
+    - A line indented 4 or more columns is code (CommonMark §4.4, indented code blocks).
+      Kept simple: this holds inside a list item too, where GitHub would show it as text;
+      a command is typed at the start of a line.
+    """
     fence: str | None = None
+    quoted = False  # the previous line was a quote's text: a lazy continuation may follow
+    in_comment = False
     for raw in body.replace("\r\n", "\n").split("\n"):
         if fence is not None:
             # A closing fence: the same character, at least as long, nothing else after it.
@@ -60,13 +108,22 @@ def _prose_lines(body: str) -> Iterator[str]:
             if closes and not raw.strip().strip(fence[0]):
                 fence = None
             continue
-        m = _FENCE.match(raw)
-        if m:
-            fence = m.group(1)
-            continue
-        line = raw.strip()
+        if not in_comment:
+            m = _FENCE.match(raw)
+            if m:
+                fence, quoted = m.group(1), False
+                continue
+        visible, in_comment = _outside_comments(raw, in_comment)
+        line = visible.strip()
         if line.startswith(">"):
+            # `>` alone (or `> >`) is a blank line inside the quote: nothing continues it.
+            quoted = bool(line.lstrip("> \t"))
             continue
+        if not raw.strip():
+            quoted = False
+            continue
+        if quoted or _columns(raw) >= 4 or not line:
+            continue  # in the quote, in code, or hidden in a comment
         yield line
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -361,7 +362,46 @@ def _check_run(d: WebhookEvent[payloads.CheckRunCompleted], store: Store) -> str
 @route("workflow_run", "completed", payloads.WorkflowRunCompleted)
 def _workflow_run(d: WebhookEvent[payloads.WorkflowRunCompleted], store: Store) -> str:
     run = d.payload.workflow_run
+    woken = _fix_run_done(d, store, run)
+    if woken is not None:
+        return woken
     return _group_failure(d, store, "workflow_run", run, run.head_branch)
+
+
+def _fix_run_done(
+    d: WebhookEvent[payloads.WorkflowRunCompleted], store: Store, run: payloads.WorkflowRun
+) -> str | None:
+    """A run of landbot's fix workflow completed (the `actions` fixer backend): wake the
+    fix job waiting for it, which reads the run and its artifact itself (no GitHub call
+    here). Found by the run's id, or by the one-time id its title carries when the job has
+    not seen its run yet. None: not one of landbot's fix runs."""
+    if d.repo is None or run.id is None:
+        return None
+    found = store.dispatch_of_run(d.repo, run.id)
+    if found is None:
+        for word in (run.display_title or "").split()[:8]:
+            candidate = store.dispatch(word) if KEY_WORD.fullmatch(word) else None
+            if candidate is not None and candidate.repo == d.repo.lower():
+                found = candidate
+                break
+    if found is None:
+        return None
+    woken = store.wake_job(found.fix_job)
+    logs.event(
+        log,
+        "fix run completed",
+        drop_id=found.drop_id,
+        run_id=run.id,
+        conclusion=run.conclusion,
+        dispatch=found.key,
+        woken=woken,
+    )
+    state = "woken" if woken else "not waiting"
+    return f"fix run {run.id} of {found.key} {run.conclusion}: job {state}"
+
+
+# landbot's one-time fix job ids (fixer/actions.py new_key).
+KEY_WORD = re.compile(r"d[0-9]{1,12}-[0-9a-f]{16}")
 
 
 # --- push: a repository's own settings file ---------------------------------------------

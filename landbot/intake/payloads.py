@@ -147,6 +147,7 @@ class CheckRun(Run):
 
 class WorkflowRun(Run):
     head_branch: str | None = None
+    display_title: str | None = None  # a fix run's carries landbot's one-time job id
 
 
 class CheckRunCompleted(Payload):

@@ -61,7 +61,7 @@ from landbot.github.errors import (
 )
 from landbot.github.models import Comment, EnqueueResult, QueueEvent
 from landbot.github.ops import LandOps, SweepOps
-from landbot.land.checks import add_fixing_label
+from landbot.land.checks import COMMENT_TRIMMED, MAX_COMMENT, claim_fixing_label, fit_excerpts
 from landbot.land.comments import (
     FIX_MARKER,
     HANDBACK_MARKER,
@@ -175,7 +175,7 @@ class Actor:
             # The label goes on before the job exists, so no fix job can settle the drop
             # (land/checks.py takes it off then) before the ledger says it is on.
             label = self.policy_for(drop.repo).fixing_label
-            labelled = bool(label) and add_fixing_label(self.gh, drop, label)
+            labelled = bool(label) and claim_fixing_label(self.store, self.gh, drop, pr, label)
             job = self.store.add_job(
                 "fix",
                 {"drop_id": drop.id, "mode": action.mode},
@@ -284,19 +284,16 @@ class Actor:
         resumed: bool,
     ) -> Any:
         tag = f"<!-- landbot:drop {drop.id} -->"
-        body = (
-            render_handback(
-                action.topic,
-                drop,
-                pr,
-                evidence,
-                fixer,
-                cap=action.cap,
-                policy=self.policy_for(drop.repo),
-            )
-            + tag
-            + "\n"
+        # GitHub refuses a longer body (422): the longest log excerpts give way first.
+        text = fit_excerpts(
+            lambda ev: render_handback(
+                action.topic, drop, pr, ev, fixer, cap=action.cap, policy=self.policy_for(drop.repo)
+            ),
+            evidence,
+            MAX_COMMENT - len(tag) - 1,
+            COMMENT_TRIMMED,
         )
+        body = text + tag + "\n"
         previous = self.store.comment_ref(drop.repo, drop.pr, "handback")
         comment = self._new_comment(drop, HANDBACK_MARKER, tag, body, resumed=resumed)
         self.progress(f"handed {drop.repo}#{drop.pr} back to @{pr.author}")

@@ -24,13 +24,18 @@ create (in_progress)     the head's check runs are listed and the one whose exte
                          is `drop:<id>` is it; created once more only when absent
 complete (PATCH)         the head's check runs are listed: completed with this conclusion,
                          it applied (GitHub appends annotations, so it is not re-sent);
-                         else sent once more
-fixing label, add        sent again (adding a label the PR has is harmless); in act.py
+                         else sent once more. Refused (a 4xx): sent once more with only
+                         the title and one line, so the conclusion lands all the same
+fixing label, add        sent again (adding a label the PR has is harmless); in act.py,
+                         and only when the PR did not have it: one a person set is theirs
 fixing label, remove     sent again (a label already gone answers 404: False, not an error)
 
-A check run is not the notification, so GitHub refusing one of these writes (a 4xx) is
-logged as a warning and the drop carries on; an answer that never came, or none at all,
-retries the job as for any other mutation (the ledger's "started" re-checks).
+The summary is held under GitHub's cap (65535 characters): a longer hand-back leaves out
+its longest log excerpts first (`fit_excerpts`, which act.py uses for the hand-back comment
+too, under a comment's 65536). A check run is not the notification, so GitHub refusing one
+of these writes (a 4xx) is logged as a warning and the drop carries on; an answer that
+never came, or none at all, retries the job as for any other mutation (the ledger's
+"started" re-checks).
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from landbot import logs
@@ -79,6 +84,15 @@ Conclusion = Literal["success", "action_required", "neutral"]
 _NOT_KNOWN = (MutationOutcomeUnknown, NetworkError, ServerError, RateLimited)
 # GitHub takes at most 50 annotations per request; more would only bury the first ones.
 MAX_ANNOTATIONS = 50
+# GitHub's caps on a check run's `output.summary` and on a comment's body, in characters
+# (a longer one is refused with 422): eight failed jobs' excerpts pass both.
+MAX_SUMMARY = 65535
+MAX_COMMENT = 65536
+TRIMMED = "…trimmed; the full text is in the hand-back comment"
+COMMENT_TRIMMED = (
+    "_…trimmed to fit a comment: the longest log excerpts are left out; each job's page "
+    "has its whole log._"
+)
 _TITLE_MAX = 120
 _MESSAGE_MAX = 500
 
@@ -183,23 +197,30 @@ def check_output(
     *,
     policy: Policy | None = None,
     fix_comment_url: str | None = None,
+    handback_url: str | None = None,
 ) -> CheckOutput:
     """The completed check's output for a settled drop: the title says what happened and
-    what to do, the summary is the text a person reads (the hand-back's, for a hand-back)."""
+    what to do, the summary is the text a person reads (the hand-back's, for a hand-back,
+    its longest log excerpts left out when it is longer than GitHub takes)."""
     policy = policy or Policy()
     handback = next((a for a in decision.actions if isinstance(a, HandBack)), None)
     status = next((a for a in decision.actions if isinstance(a, Status)), None)
     why = inert(decision.why)
     if decision.outcome == "handed_back" and handback is not None:
-        summary = render_handback(
-            handback.topic,
-            drop,
-            pr,
+        summary = fit_excerpts(
+            lambda ev: render_handback(
+                handback.topic,
+                drop,
+                pr,
+                ev,
+                fixer,
+                cap=handback.cap,
+                policy=policy,
+                mention=False,
+            ),
             evidence,
-            fixer,
-            cap=handback.cap,
-            policy=policy,
-            mention=False,
+            MAX_SUMMARY,
+            trimmed_note(handback_url),
         )
         return CheckOutput(
             title=_title(_HANDBACK_TITLE[handback.topic]),
@@ -226,7 +247,7 @@ def check_output(
         pushed = (fixer.pushed_sha or "")[:7] if fixer is not None else ""
         return CheckOutput(
             title=_title(_STATUS_TITLE[status.topic].format(pushed=pushed)),
-            summary=f"{text}\n_Why:_ {why}.\n",
+            summary=_cut(f"{text}\n_Why:_ {why}.\n", MAX_SUMMARY),
         )
     # Left alone without a word on the pull request (closed, moved, opted out, ...).
     verb = _VERB.get(decision.outcome, "Done")
@@ -243,6 +264,46 @@ _VERB: dict[str, str] = {
     "fixed": "Fixed",
     "handed_back": "Handed back",
 }
+
+
+def trimmed_note(handback_url: str | None) -> str:
+    """The line a trimmed summary ends with: where the rest is."""
+    link = f" ({handback_url})" if handback_url and _SAFE_LINK.fullmatch(handback_url) else ""
+    return f"_{TRIMMED}{link}; each job's page has its whole log._"
+
+
+_SAFE_LINK = re.compile(r"https?://[^\s()<>\[\]`]+")
+
+
+def fit_excerpts(
+    render: Callable[[Evidence], str], evidence: Evidence, limit: int, note: str
+) -> str:
+    """`render(evidence)` in at most `limit` characters: the jobs' log excerpts are left out
+    longest first, one at a time, until it fits, and `note` ends the text once any was
+    (the job lines, what to decide and how to reproduce stay). Cut at a line only when the
+    text without any excerpt is still too long."""
+    text = render(evidence)
+    if len(text) <= limit:
+        return text
+    jobs = list(evidence.jobs)
+    room = limit - len(note) - 2
+    longest = sorted(range(len(jobs)), key=lambda i: -sum(len(t) + 8 for _, t in jobs[i].excerpt))
+    for i in longest:
+        if not jobs[i].excerpt:
+            break
+        jobs[i] = replace(jobs[i], excerpt=())
+        text = render(replace(evidence, jobs=tuple(jobs)))
+        if len(text) <= room:
+            break
+    return _cut(text, room) + "\n" + note + "\n"
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text` cut at its last whole line within `limit` characters (`…` said so)."""
+    if len(text) <= limit:
+        return text
+    head = text[: max(limit - 2, 0)]
+    return head[: head.rfind("\n") + 1] + "…\n"
 
 
 def _title(text: str) -> str:
@@ -510,10 +571,18 @@ class CheckWriter:
                     fixer,
                     policy=self.policy_for(drop.repo),
                     fix_comment_url=_url(done.get("announcefix")),
+                    handback_url=_url(done.get("handback")),
                 )
-                details = _url(done.get("handback")) or started.get("details_url") or None
+                handback = _url(done.get("handback"))
+                details = handback or started.get("details_url") or None
                 result["check_run"] = self._complete(
-                    drop, run_id, concluded, output, details, resumed=state == "started"
+                    drop,
+                    run_id,
+                    concluded,
+                    output,
+                    details,
+                    resumed=state == "started",
+                    handback_url=handback,
                 )
             if isinstance(label, str) and label:
                 result["label_removed"] = self._unlabel(drop, label)
@@ -528,15 +597,16 @@ class CheckWriter:
         details_url: str | None,
         *,
         resumed: bool,
+        handback_url: str | None = None,
     ) -> str:
-        def send() -> None:
+        def send(out: CheckOutput = output) -> None:
             self.gh.update_check_run(
                 drop.repo,
                 run_id,
                 status="completed",
                 conclusion=concluded,
                 details_url=details_url,
-                output=output,
+                output=out,
             )
 
         try:
@@ -553,7 +623,22 @@ class CheckWriter:
             raise
         except GitHubError as exc:
             logs.event(log, "check run refused", logging.WARNING, stage="complete", error=exc)
-            return f"refused: {str(exc)[:300]}"
+            if not 400 <= exc.status < 500:
+                return f"refused: {str(exc)[:300]}"
+            # Refused for what it says (too long, a bad annotation): the conclusion must
+            # still land, or the check shows "in progress" forever. Once, bare.
+            bare = bare_output(output, exc.status, handback_url or details_url, handback_url)
+            try:
+                send(bare)
+            except _NOT_KNOWN:
+                raise  # the job is retried; "started" looks at the run first
+            except GitHubError as again:
+                logs.event(
+                    log, "check run refused", logging.WARNING, stage="complete bare", error=again
+                )
+                return f"refused: {str(exc)[:150]}; bare: {str(again)[:150]}"
+            logs.event(log, "check run completed bare", check_run_id=run_id, conclusion=concluded)
+            return f"{concluded} (bare: the full output got {exc.status})"
         logs.event(
             log,
             "check run completed",
@@ -581,6 +666,42 @@ class CheckWriter:
             return False
         logs.event(log, "fixing label removed", label=label, was_there=removed)
         return removed
+
+
+def bare_output(
+    output: CheckOutput, status: int, link: str | None, handback_url: str | None
+) -> CheckOutput:
+    """The output sent once more after GitHub refused the full one: its title, and one line
+    saying where the text is (no annotations: one of them may be what was refused)."""
+    where = "the hand-back comment" if handback_url else "the pull request"
+    shown = f"[{where}]({link})" if link and _SAFE_LINK.fullmatch(link) else where
+    return CheckOutput(
+        title=output.title,
+        summary=f"GitHub refused this check's full text ({status}); {shown} has it.",
+    )
+
+
+def label_key(drop_id: int) -> str:
+    return f"check:{drop_id}:label"
+
+
+def claim_fixing_label(store: Store, gh: LandOps, drop: Drop, pr: PrSnapshot, label: str) -> bool:
+    """Put the fixing label on for the drop's fix job; True when landbot put it on, so that
+    `finish` takes it off. A label already on the PR is a person's (or another drop's): left
+    alone, and not landbot's to remove. The decision is claimed in the ledger before the
+    add, so a resumed RunFixer that finds the label on tells its own add from a person's."""
+    assert drop.id is not None
+    key = label_key(drop.id)
+    claimed = any(a.key == key for a in store.actions(drop.id))
+    if label in pr.labels and not claimed:
+        logs.event(log, "fixing label already on: left to whoever set it", label=label)
+        return False
+    state = store.begin_action(key, "fixinglabel", drop.id)
+    if state == "done":
+        return bool(_result(next(a for a in store.actions(drop.id) if a.key == key)).get("added"))
+    added = add_fixing_label(gh, drop, label)
+    store.finish_action(key, "done", {"label": label, "added": added})
+    return added
 
 
 def add_fixing_label(gh: LandOps, drop: Drop, label: str) -> bool:

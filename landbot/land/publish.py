@@ -46,15 +46,15 @@ if it is not armed and the head is still the fix.
 from __future__ import annotations
 
 import logging
-import re
 import shutil
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from landbot.core.globs import glob_pattern
+from landbot.core.linear import LinearPattern
 from landbot.errors import LandbotError
 from landbot.fixer.job import export_result
 from landbot.git.quarantine import BundleLimits, Quarantine, ResultRefused, parse_bundle
@@ -130,44 +130,11 @@ class PublishResult:
 # --- pure rules -----------------------------------------------------------------------
 
 
-@lru_cache(maxsize=256)
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A path glob as a regex: `**` any number of folders, `*` and `?` within one name,
-    `[...]` a class; a trailing `/` or `/**` means everything below."""
-    pattern = pattern.strip().lstrip("/")
-    if pattern.endswith("/"):
-        pattern += "**"
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif c == "*":
-            out.append("[^/]*")
-            i += 1
-        elif c == "?":
-            out.append("[^/]")
-            i += 1
-        elif c == "[":
-            end = pattern.find("]", i + 1)
-            if end == -1:
-                out.append(re.escape(c))
-                i += 1
-            else:
-                body = pattern[i + 1 : end]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append(f"[{body}]")
-                i = end + 1
-        else:
-            out.append(re.escape(c))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
+def glob_regex(pattern: str) -> LinearPattern:
+    """A path glob compiled by RE2 (linear time in the path, whatever the glob):
+    `**` any number of folders, `*` and `?` within one name, `[...]` a class; a trailing
+    `/` or `/**` means everything below (core/globs.py)."""
+    return glob_pattern(pattern)
 
 
 def protected_pattern(path: str, patterns: Iterable[str]) -> str | None:
@@ -230,14 +197,18 @@ def bound_text(text: str, limit: int) -> str:
 # --- reading the job's result ---------------------------------------------------------
 
 
-def take_result(ws: Workspace, q: Quarantine, options: PublishOptions) -> str:
-    """The job's new commits, exported by git in the sandbox as a bundle, checked as data
-    and imported into the quarantine `q`; the new head. ResultRefused says why not."""
+def take_result(
+    ws: Workspace, q: Quarantine, options: PublishOptions, data: bytes | None = None
+) -> str:
+    """The job's new commits, exported by git in the sandbox as a bundle (or `data`, the
+    bundle a job on a runner handed back: the `actions` backend), checked as data and
+    imported into the quarantine `q`; the new head. ResultRefused says why not."""
     known = tuple(dict.fromkeys((ws.head_sha, ws.base_sha)))
     limits = options.limits
-    data = export_result(
-        ws.path, known, uid=options.uid, gid=options.gid, limit=limits.max_bundle_bytes
-    )
+    if data is None:
+        data = export_result(
+            ws.path, known, uid=options.uid, gid=options.gid, limit=limits.max_bundle_bytes
+        )
     bundle = parse_bundle(data, limits.bundle())
     return q.import_bundle(data, bundle, set(known))
 
@@ -685,10 +656,12 @@ def publish(
     ws: Workspace,
     pr: PullState,
     settings: Settings | PublishOptions,
+    *,
+    bundle: bytes | None = None,
 ) -> PublishResult:
-    """Validate the job's commits in `ws` and push them to `pr`'s branch (see the module
-    docstring). A rule that refuses comes back in `refused`; git or GitHub failing to
-    answer raises PublishError."""
+    """Validate the job's commits in `ws` (or in `bundle`, a runner's) and push them to
+    `pr`'s branch (see the module docstring). A rule that refuses comes back in `refused`;
+    git or GitHub failing to answer raises PublishError."""
     options = (
         settings if isinstance(settings, PublishOptions) else PublishOptions.from_settings(settings)
     )
@@ -702,7 +675,7 @@ def publish(
     try:
         with Quarantine(ws.mirror, ws.mirror_lock) as q:
             try:
-                new = take_result(ws, q, options)
+                new = take_result(ws, q, options, bundle)
             except ResultRefused as exc:
                 return PublishResult(refused=str(exc))
             refused, commits = validate(

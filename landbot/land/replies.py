@@ -160,6 +160,40 @@ def render_unskipped(line: str, label: str, *, removed: bool) -> str:
     return _frame(line, text)
 
 
+# --- what could not be done ------------------------------------------------------------
+
+_INSTEAD: dict[str, str] = {
+    "retry": (
+        "Comment {retry} again in a while. If it fails again, put the pull request back in "
+        "the merge queue yourself, and tell whoever runs landbot: its log has the details."
+    ),
+    "skip": (
+        "Add the {label} label yourself (the pull request's sidebar, Labels), or comment "
+        "{skip} again in a while."
+    ),
+    "unskip": (
+        "Remove the {label} label yourself (the pull request's sidebar, Labels), or comment "
+        "{unskip} again in a while."
+    ),
+}
+
+
+def render_failed(line: str, command: str, error: str, label: str) -> str:
+    """A command landbot accepted (👀) whose action GitHub refused, or that GitHub did not
+    answer through every retry: what failed, in one line, and what to do instead."""
+    what = " ".join(error.split()).rstrip(".")
+    if len(what) > _MAX_WHY:
+        what = what[: _MAX_WHY - 1] + "…"
+    instead = _INSTEAD.get(command, "Try again in a while.").format(
+        retry=_command("retry"),
+        skip=_command("skip"),
+        unskip=_command("unskip"),
+        label=_label(label),
+    )
+    text = f"landbot could not finish {_command(command)}: {inert(what)}.\n\n{instead}"
+    return _frame(line, text)
+
+
 # --- the writer ------------------------------------------------------------------------
 
 

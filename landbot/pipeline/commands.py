@@ -14,6 +14,12 @@ command from a person gets one reply comment (land/replies.py) saying what was d
 why not; an accepted one also gets 👀. The reply is claimed in the action ledger under the
 command's comment id: a job run again after it answered does nothing, and one that died
 mid-way finds its reply by its tag instead of posting a second.
+
+A command never ends in silence: when GitHub refuses its action (the label, a write of the
+retry's land loop, the permission read) the reply says what failed, in one line, and what
+to do instead; 👀 stays, for "seen". An answer that never came retries the job as for any
+other (the land loop's ledger and the reply's tag keep it to one of each), and the last
+attempt answers with the failure instead of giving up without a word (`final`).
 """
 
 from __future__ import annotations
@@ -23,12 +29,13 @@ import uuid
 from typing import Any, Protocol, runtime_checkable
 
 from landbot import logs
-from landbot.github.errors import GitHubError, MutationOutcomeUnknown
+from landbot.errors import LandbotError
+from landbot.github.errors import GitHubError, MutationFailed, MutationOutcomeUnknown
 from landbot.github.ops import GitHubOps, LandOps
 from landbot.intake.commands import SLASH_NAME, Command, is_bot, mention_names, parse_command
 from landbot.land import replies
-from landbot.land.act import refused
-from landbot.land.decide import command_allowed
+from landbot.land.act import NOT_KNOWN, refused
+from landbot.land.decide import command_allowed, job_failed
 from landbot.land.model import Decision
 from landbot.pipeline.process import Lander
 from landbot.store import Store, utcnow
@@ -41,6 +48,13 @@ def retry(
 ) -> Decision:
     """`key` names the request (a comment's id): the same request retried after a failure
     resumes its drop instead of starting another one (and another hand-back)."""
+    return lander.process(record_retry(lander, store, repo, pr, source=source, key=key))
+
+
+def record_retry(
+    lander: Lander, store: Store, repo: str, pr: int, *, source: str, key: str | None = None
+) -> int:
+    """The retry's drop (recorded, or found again by `key`), its budgets reset once."""
     lander.progress(f"reading {repo}#{pr}")
     state = lander.gh.pull_request(repo, pr)
     last = next((d for d in store.drops(repo) if d.pr == pr and d.head_sha == state.head_oid), None)
@@ -69,7 +83,7 @@ def retry(
         source=source,
         budgets_reset=created,
     )
-    return lander.process(drop_id)
+    return drop_id
 
 
 @runtime_checkable
@@ -104,7 +118,11 @@ def _mention(gh: GitHubOps) -> str | None:
     return names[1] if len(names) > 1 else None
 
 
-def run_comment_command(lander: Lander, store: Store, payload: dict[str, Any]) -> str:
+def run_comment_command(
+    lander: Lander, store: Store, payload: dict[str, Any], *, final: bool = False
+) -> str:
+    """Answer one command job. `final`: the worker's last attempt, where an answer GitHub
+    never gave is reported in the reply instead of retried."""
     repo, pr, user = payload["repo"], int(payload["pr"]), payload.get("user") or ""
     comment_id = int(payload["comment_id"]) if payload.get("comment_id") else None
     fields: dict[str, Any] = {"repo": repo, "pr": pr, "user": user, "comment_id": comment_id}
@@ -122,7 +140,7 @@ def run_comment_command(lander: Lander, store: Store, payload: dict[str, Any]) -
     if state == "done":
         logs.event(log, "command already answered", **fields)
         return f"/landbot {command.name} from {user}: already answered"
-    body, note = _carry_out(lander, store, command, repo, pr, user, comment_id, fields)
+    body, note = _carry_out(lander, store, command, repo, pr, user, comment_id, fields, final)
     if comment_id is None or key is None:
         logs.event(log, "command without a comment id: no reply", logging.WARNING, **fields)
         return note
@@ -141,6 +159,7 @@ def _carry_out(
     user: str,
     comment_id: int | None,
     fields: dict[str, Any],
+    final: bool = False,
 ) -> tuple[str, str]:
     """Do what the command asks, when its author may: (the reply's body, the job's note)."""
     line = command.line_text
@@ -151,6 +170,55 @@ def _carry_out(
         if command.name == "help":
             return replies.render_help(line, skip_label, mention), f"help for {user}"
         return replies.render_unknown(line, skip_label, mention), f"unknown command from {user}"
+    try:
+        return _act_on(
+            lander, store, command, repo, pr, user, comment_id, fields, final, skip_label
+        )
+    except NOT_KNOWN as exc:
+        if not final:
+            raise  # retried: the ledger and the reply's tag keep each write to one
+        failure: LandbotError = exc
+    except LandbotError as exc:  # GitHub refused (MutationFailed, a read answered 4xx)
+        failure = exc
+    logs.event(log, "command failed", logging.WARNING, error=failure, final=final, **fields)
+    body = replies.render_failed(line, command.name, error_line(failure), skip_label)
+    return body, f"/landbot {command.name} from {user}: failed ({str(failure)[:200]})"
+
+
+def error_line(exc: LandbotError) -> str:
+    """What failed, for a person: the mutation, and GitHub's status and message without the
+    API's URL."""
+    head: str = ""
+    cause: LandbotError = exc
+    if isinstance(exc, MutationFailed):
+        if not isinstance(exc.cause, GitHubError):
+            return str(exc)
+        head, cause = f"the {exc.mutation} failed: ", exc.cause
+    if not isinstance(cause, GitHubError):
+        return str(exc)
+    if cause.status == 0:
+        said = "no answer from GitHub"
+    elif cause.status == 200:  # GraphQL errors come with a 200
+        said = "GitHub's answer"
+    else:
+        said = f"GitHub answered {cause.status}"
+    return f"{head}{said}: {cause.message}"
+
+
+def _act_on(
+    lander: Lander,
+    store: Store,
+    command: Command,
+    repo: str,
+    pr: int,
+    user: str,
+    comment_id: int | None,
+    fields: dict[str, Any],
+    final: bool,
+    skip_label: str,
+) -> tuple[str, str]:
+    """`retry`, `skip` or `unskip`: the permission, then the action."""
+    line = command.line_text
     permission = lander.gh.collaborator_permission(repo, user) if user else "none"
     allowed = command_allowed(permission)
     logs.event(
@@ -160,9 +228,20 @@ def _carry_out(
         body = replies.render_refused(line, command.name, user, permission)
         return body, f"refused /landbot {command.name} from {user} ({permission})"
     if comment_id is not None:
-        lander.actor.react(repo, comment_id)
+        _react(lander, repo, comment_id, fields)
     if command.name == "retry":
-        decision = retry(lander, store, repo, pr, source="command", key=f"comment-{comment_id}")
+        key = f"comment-{comment_id}"
+        drop_id = record_retry(lander, store, repo, pr, source="command", key=key)
+        try:
+            decision = lander.process(drop_id)
+        except LandbotError as exc:
+            if final or not isinstance(exc, NOT_KNOWN):
+                # The drop ends as a drop job's would (the worker's `_failed`), and with it
+                # its check run; the reply says what failed.
+                failed = job_failed(str(exc)[:500])
+                store.update_drop(drop_id, outcome=failed.outcome, summary=failed.why)
+                lander.failed(drop_id, failed)
+            raise
         body = replies.render_retried(line, decision.outcome, decision.why)
         return body, f"/landbot retry from {user}: {decision.outcome}"
     if command.name == "skip":
@@ -175,6 +254,17 @@ def _carry_out(
         body = replies.render_unskipped(line, skip_label, removed=removed)
         return body, f"/landbot unskip from {user}: {'removed' if removed else 'had no label'}"
     raise ValueError(f"command job with no handler for {command.name!r}: a bad payload")
+
+
+def _react(lander: Lander, repo: str, comment_id: int, fields: dict[str, Any]) -> None:
+    """👀, for "seen": a refused reaction is logged, and the command goes on (the reply
+    is what answers)."""
+    try:
+        lander.actor.react(repo, comment_id)
+    except NOT_KNOWN:
+        raise
+    except GitHubError as exc:
+        logs.event(log, "reaction refused", logging.WARNING, error=exc, **fields)
 
 
 def _add_label(gh: LandOps, repo: str, pr: int, label: str) -> None:

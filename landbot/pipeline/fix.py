@@ -34,9 +34,10 @@ from landbot.land.publish import PublishResult, publish
 
 if TYPE_CHECKING:
     from landbot.config import Settings
+    from landbot.fixer.actions import ActionsBackend
     from landbot.fixer.agents import Agent
     from landbot.git.workspace import Workspaces
-    from landbot.github.ops import FixClient
+    from landbot.github.ops import ActionsFixClient, FixClient
 
 log = logging.getLogger("landbot.fixer.job")
 
@@ -104,6 +105,72 @@ def run_fix_job(
         refused=published.refused or "",
         auto_merge_armed=published.auto_merge_error is None,
         patch=published.patch or "",  # rendered by landbot (comments.py), not the agent's text
+        files=published.files,
+        reproduce=reproduce,
+    )
+
+
+def run_actions_fix_job(
+    settings: Settings,
+    client: ActionsFixClient,
+    workspaces: Workspaces,
+    backend: ActionsBackend,
+    fix_job: int,
+    drop: Drop,
+    evidence: Evidence,
+    *,
+    budget: Callable[[], History] | None = None,
+    policy: Policy | None = None,
+) -> FixerResult:
+    """One land-fixer job on the repository's runners (`[fixer] backend = "actions"`): one
+    look at its dispatch (landbot/fixer/actions.py; FixWaiting until the run is done), then
+    the run's verdict and bundle through the same path a local job's take: the head check,
+    the push cap, and publish's quarantine and rules on a host work tree at the PR head."""
+    pr = client.pull_request(drop.repo, drop.pr)
+    moved = fix_head_moved(drop, pr.head_oid)
+    if moved is not None:
+        return moved
+    taken = backend.step(fix_job, drop, evidence)
+    reproduce = reproduce_command(evidence)
+    if taken.failed or taken.verdict is None:
+        why = f"the fix job on GitHub Actions failed: {taken.failed or 'no verdict'}"
+        return FixerResult("needs_human", summary=why, refused=why, reproduce=reproduce)
+    verdict = taken.verdict
+    if verdict.verdict != "fixed":
+        return FixerResult(
+            verdict.verdict, verdict.summary, verdict.recommendation, reproduce=reproduce
+        )
+    if taken.bundle is None:
+        why = "the fix job on GitHub Actions says fixed, but its artifact holds no commits"
+        return FixerResult("needs_human", summary=why, refused=why, reproduce=reproduce)
+    if budget is not None and policy is not None:
+        capped = push_capped(budget(), policy, verdict.summary, verdict.recommendation)
+        if capped is not None:
+            logs.event(log, "fix not pushed: push cap", logging.WARNING, why=capped.refused)
+            return dataclasses.replace(capped, reproduce=reproduce)
+    fresh = client.pull_request(drop.repo, drop.pr)
+    with workspaces.job(
+        drop.repo,
+        drop.pr,
+        drop.head_sha,
+        pr.base_ref,
+        head_ref=pr.head_ref,
+        merge=drop.reason == "merge_conflict",
+        token=client.git_token(drop.repo),
+    ) as ws:
+        published = publish(client, ws, fresh, settings, bundle=taken.bundle)
+    _published(drop, pr.head_ref, published)
+    summary = verdict.summary
+    if published.auto_merge_error:
+        summary += f" (pushed, but auto-merge could not be armed: {published.auto_merge_error})"
+    return FixerResult(
+        "fixed",
+        summary=summary,
+        recommendation=verdict.recommendation,
+        pushed_sha=published.pushed_sha,
+        refused=published.refused or "",
+        auto_merge_armed=published.auto_merge_error is None,
+        patch=published.patch or "",
         files=published.files,
         reproduce=reproduce,
     )

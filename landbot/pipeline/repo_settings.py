@@ -14,8 +14,10 @@ process takes the file from the store, so all of them apply the same version.
 One read costs at most 3 GitHub calls:
 
 1. `gh.default_branch` (`GET /repos/{owner}/{repo}` and its branch: the tip's sha);
-2. `gh.file_contents(path, ref=tip)` (`GET /repos/{owner}/{repo}/contents/{path}`), skipped
-   when the tip is the commit read last time (nothing was pushed: the file is the same).
+2. `gh.file_contents(path, ref=tip, max_bytes=MAX_FILE_BYTES)` (`GET /repos/{owner}/{repo}/
+   contents/{path}`), skipped when the tip is the commit read last time (nothing was pushed:
+   the file is the same). A file over `MAX_FILE_BYTES` is refused from the size GitHub gives:
+   its bytes are never read.
 
 A valid file takes effect (`repo_config.effective` over the host's settings). A missing one
 (404, or a file deleted) means the host's settings. An invalid one, a widening value among
@@ -23,7 +25,9 @@ its problems, is not applied: the last good version stays in effect (the host's 
 when there was none), and it is reported once per blob sha through land/config_report.py (a
 `landbot config` check run: 1 more call, and on a resumed claim 1 to look for it first). A
 GitHub error while reading keeps what is in effect, is logged, and is tried again after
-`RETRY_AFTER`, never failing a drop.
+`RETRY_AFTER`, never failing a drop. Anything else that goes wrong checking the file (a
+bug, or input no check foresaw) makes the file invalid, reported and logged like any other:
+a repository's file must not be able to fail every drop of the repository.
 """
 
 from __future__ import annotations
@@ -132,7 +136,7 @@ class RepoSettings:
                 # Nothing pushed since the last read: the file is the one read then.
                 outcome = self._save_unchanged(repo, path, row, tip, started)
             else:
-                content = self.gh.file_contents(repo, path, ref=tip.sha)
+                content = self.gh.file_contents(repo, path, ref=tip.sha, max_bytes=MAX_FILE_BYTES)
                 outcome = self._save(repo, path, tip, content, started)
         except GitHubError as exc:
             with self._lock:
@@ -193,9 +197,10 @@ class RepoSettings:
                 read_at=started,
             )  # fmt: skip
             return "absent"
-        found = self.problems(path, content.text, size=content.size)
+        found = self.problems(path, content.text, size=content.size, repo=repo)
         # A refused file too large to be a settings file is not kept in the store either.
-        kept_text = content.text if len(content.text) <= MAX_FILE_BYTES else None
+        text = content.text
+        kept_text = text if text is not None and len(text) <= MAX_FILE_BYTES else None
         self.store.save_repo_file_read(
             repo,
             path=path,
@@ -208,10 +213,10 @@ class RepoSettings:
         return "invalid" if found else "good"
 
     def problems(
-        self, path: str, text: str | None, *, size: int | None = None
+        self, path: str, text: str | None, *, size: int | None = None, repo: str = ""
     ) -> list[RepoConfigError]:
         """The file's problems against the host's settings (empty: it is good). `text` None:
-        a file too large to keep."""
+        a file too large to keep (or read). Never raises: a check that fails is a problem."""
         n = max(size or 0, len((text or "").encode("utf-8", "replace")))
         if text is None or n > MAX_FILE_BYTES:
             what = f"{n} bytes" if n > MAX_FILE_BYTES else "too large"
@@ -223,7 +228,20 @@ class RepoSettings:
                     "keep only the settings this repository changes",
                 )
             ]
-        return problems(text, file=path, host=self.host)
+        try:
+            return problems(text, file=path, host=self.host)
+        except Exception as exc:  # whatever it is, the file is not applied
+            logs.event(
+                log, "settings file check failed", logging.ERROR, repo=repo, path=path, error=exc
+            )
+            return [
+                RepoConfigError(
+                    path,
+                    1,
+                    f"landbot could not check this file ({type(exc).__name__}); simplify it "
+                    "to the settings this repository changes, or report it to the host",
+                )
+            ]
 
     # --- reporting an invalid file -------------------------------------------------------
 
@@ -239,7 +257,13 @@ class RepoSettings:
                 self.store.finish_repo_file_report(repo, blob, done=True)
                 return
             report_invalid(
-                self.gh, repo, commit, row.path, blob, self.problems(row.path, row.text), kept=kept
+                self.gh,
+                repo,
+                commit,
+                row.path,
+                blob,
+                self.problems(row.path, row.text, repo=repo),
+                kept=kept,
             )
         except MutationOutcomeUnknown as exc:
             # It may exist: the claim stays, and once its lease is over the next read looks
@@ -265,7 +289,7 @@ class RepoSettings:
             return known.settings
         try:
             mine = effective(self.host, parse_repo_file(row.good_text, file=path))
-        except RepoConfigError as exc:
+        except Exception as exc:  # RepoConfigError, or whatever a bug raises
             # Good when stored, refused now (a newer landbot's stricter schema): the host's.
             logs.event(log, "stored settings file refused", logging.WARNING, repo=repo, error=exc)
             mine = self.host

@@ -6,15 +6,17 @@ import datetime as dt
 import functools
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from landbot.config import Settings
 from landbot.errors import LandbotError
 
 if TYPE_CHECKING:
     from landbot.core.model import Drop, Evidence, FixerResult
+    from landbot.git.workspace import Workspaces
     from landbot.github.client import GitHubClient
-    from landbot.github.ops import FixClient
+    from landbot.github.ops import ActionsFixClient, FixClient
+    from landbot.land.model import Policy
     from landbot.pipeline.process import Lander
     from landbot.pipeline.repo_settings import RepoSettings
     from landbot.pipeline.worker import FixRunner, Worker
@@ -113,6 +115,8 @@ def make_fixer(
     def run(drop: Drop, evidence: Evidence) -> FixerResult:
         mine = of_repo(drop.repo)
         policy = Policy.from_settings(mine, fixer_enabled=True)
+        if mine.fixer.backend == "actions":
+            return _run_on_actions(mine, client, workspaces(), store, drop, evidence, policy)
         limits = JobLimits(timeout=mine.fixer.timeout, memory_mb=mine.fixer.memory_mb)
         return run_fix_job(
             mine,
@@ -129,6 +133,43 @@ def make_fixer(
         )
 
     return run
+
+
+def _run_on_actions(
+    settings: Settings,
+    client: Callable[[], FixClient],
+    workspaces: Workspaces,
+    store: Store | None,
+    drop: Drop,
+    evidence: Evidence,
+    policy: Policy,
+) -> FixerResult:
+    """One look at a fix job on the repository's runners (`[fixer] backend = "actions"`)."""
+    from landbot.fixer.actions import CURRENT_JOB, ActionsBackend, ActionsOptions
+    from landbot.pipeline.fix import run_actions_fix_job
+
+    fix_job = CURRENT_JOB.get()
+    if store is None or fix_job is None:
+        raise LandbotError(
+            '[fixer] backend = "actions" runs fix jobs from the worker\'s store only; run '
+            '`landbot serve` or `landbot worker`, or set backend = "local"'
+        )
+    gh = client()
+    if not hasattr(gh, "dispatch_workflow"):
+        raise LandbotError('this GitHub client cannot dispatch workflows; set backend = "local"')
+    actions_client = cast("ActionsFixClient", gh)
+    backend = ActionsBackend(store, actions_client, ActionsOptions.from_settings(settings))
+    return run_actions_fix_job(
+        settings,
+        actions_client,
+        workspaces,
+        backend,
+        fix_job,
+        drop,
+        evidence,
+        budget=lambda: store.budget(drop.repo, drop.pr, drop.head_sha, window=policy.cap_window),
+        policy=policy,
+    )
 
 
 def make_worker(settings: Settings, store: Store, *, gh: GitHubClient | None = None) -> Worker:

@@ -21,6 +21,7 @@ from typing import Any
 from landbot import logs
 from landbot.core.model import Drop, Evidence, FixerResult
 from landbot.errors import LandbotError
+from landbot.fixer.actions import CURRENT_JOB, FixWaiting
 from landbot.github.errors import MutationOutcomeUnknown, NetworkError, RateLimited, ServerError
 from landbot.intake import events
 from landbot.land.decide import job_failed
@@ -254,11 +255,21 @@ class Worker:
                     result = {"outcome": stale.outcome, "why": stale.why}
                 else:
                     self.lander.progress(f"running the fixer on {drop.repo}#{drop.pr}")
-                    outcome = self._fix(drop, evidence, self.fixer, payload)
+                    # The actions backend keys its dispatch by this job (fixer/actions.py).
+                    token = CURRENT_JOB.set(lease.id)
+                    try:
+                        # A job on Actions is looked at again and again while its run
+                        # goes on: only the first look, before its dispatch, starts it.
+                        first = self.store.dispatch_for(lease.id) is None
+                        outcome = self._fix(drop, evidence, self.fixer, payload, first=first)
+                    finally:
+                        CURRENT_JOB.reset(token)
                     decision = self.lander.process(drop_id, fixer=outcome)
                     result = {"verdict": outcome.verdict, "outcome": decision.outcome}
             elif lease.kind == "command":
-                result = {"note": run_comment_command(self.lander, self.store, payload)}
+                # The last attempt answers a lost GitHub answer in the reply, not in silence.
+                last = lease.attempts >= MAX_ATTEMPTS
+                result = {"note": run_comment_command(self.lander, self.store, payload, final=last)}
             elif lease.kind == "checks":
                 # A push or a close cancelled the PR's queued work: its check runs end too.
                 seen = self.lander.settle_checks(str(payload["repo"]), int(payload["pr"]))
@@ -271,6 +282,12 @@ class Worker:
                 result = {"repo": repo, "own_settings": mine is not self.lander.settings}
             else:
                 raise ValueError(f"no handler for job kind {lease.kind!r}")
+        except FixWaiting as wait:
+            # A fix job on Actions waits for its slot or its run: back in the store until
+            # `not_before` (a workflow_run webhook wakes it sooner), no attempt counted.
+            logs.event(log, "fix job waiting", logging.DEBUG, note=wait.note)
+            self.store.defer_job(lease.id, self.name, wait.not_before, wait.note)
+            return "waiting"
         except TRANSIENT as exc:
             if lease.attempts < MAX_ATTEMPTS:
                 delay = min(300, 5 * 2 ** (lease.attempts - 1))
@@ -303,13 +320,28 @@ class Worker:
         return logs.drop_fields(row) if row is not None else {"drop_id": drop_id}
 
     def _fix(
-        self, drop: Drop, evidence: Evidence, fixer: FixRunner, payload: JobPayload
+        self,
+        drop: Drop,
+        evidence: Evidence,
+        fixer: FixRunner,
+        payload: JobPayload,
+        *,
+        first: bool = True,
     ) -> FixerResult:
-        """Run the fixer on the drop, with a line at its start and one at its end."""
-        logs.event(log, "fixer started", mode=payload.get("mode"), reason=drop.reason)
+        """Run the fixer on the drop, with a line at its start and one at its end (a later
+        look at a job waiting on Actions logs its start at DEBUG)."""
+        logs.event(
+            log,
+            "fixer started",
+            logging.INFO if first else logging.DEBUG,
+            mode=payload.get("mode"),
+            reason=drop.reason,
+        )
         started = time.monotonic()
         try:
             outcome = fixer(drop, evidence)
+        except FixWaiting:
+            raise  # not finished, not failed: the job waits in the store
         except Exception as exc:
             logs.event(
                 log,

@@ -14,7 +14,8 @@ reached by landbot through `file:///ROOT/{owner}/{repo}.git`.
 
 Modules: model (FakeGitHub), state (data), git (git plumbing), scenarios (CI), merge_queue
 (queue simulation), payloads / fixtures / webhooks (JSON and deliveries), rest /
-graphql_* (the API), auth, faults (counts, failure injection), server, control.
+graphql_* (the API), auth, faults (counts, failure injection), server, control, actions /
+runner / expr (Actions: workflow_dispatch, a small runner, artifacts).
 Imports here are lazy so `import landbot.sim.fixtures` stays light. The simulator needs the
 `sim` extra (pip install 'landbot[sim]'); the product itself runs without it.
 """

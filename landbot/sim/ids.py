@@ -28,6 +28,7 @@ _RANGES = {
     "queue_entry": 800_001,
     "event": 15_000_000_001,
     "label": 5_000_000_001,
+    "artifact": 4_000_000_001,  # Actions artifacts (actions.py)
 }
 
 PREFIX = {

@@ -50,6 +50,7 @@ from landbot.sim.state import (
     QueueEntry,
     Reaction,
     Repository,
+    RunnerSettings,
     Step,
     TimelineEvent,
     Token,
@@ -165,6 +166,10 @@ class FakeGitHub:
         # token of the github-actions App, which may write checks): their runs are then
         # credited to github-actions, as a GITHUB_TOKEN's are.
         self.tokens_write_checks_as_actions = False
+        # The Actions runner of dispatched runs (actions.py), and where a reusable workflow
+        # of another repository (`uses: OWNER/NAME/path@ref`) is read from: a local checkout.
+        self.actions_runner = RunnerSettings()
+        self.reusable_workflows: dict[str, Path] = {}
 
     # --- lookups (the World protocol of payloads.py) --------------------------------------
 

@@ -567,7 +567,7 @@ def workflow_run_json(
 ) -> Json:
     api, web = world.urls.api, world.urls.web
     base = f"{api}/repos/{repo.full_name}/actions/runs/{run.id}"
-    actor = user_json(world, repo.owner)
+    actor = user_json(world, run.actor or repo.owner)
     pulls = [
         pull_request_minimal(world, repo.pulls[n]) for n in run.pull_numbers if n in repo.pulls
     ]
@@ -580,7 +580,7 @@ def workflow_run_json(
         "head_branch": run.head_branch,
         "head_sha": run.head_sha,
         "path": run.path,
-        "display_title": message.splitlines()[0] if message else run.name,
+        "display_title": run.display_title or (message.splitlines()[0] if message else run.name),
         "run_number": run.run_number,
         "event": run.event,
         "status": run.status,

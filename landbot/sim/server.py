@@ -28,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from landbot.sim.actions import ACTION_ROUTES
 from landbot.sim.auth import AuthError, authenticate
 from landbot.sim.faults import Fault, Faults, RecordedRequest, RequestLog
 from landbot.sim.graphql_api import operation_name
@@ -167,7 +168,8 @@ def create_app(
         return error(404, "Not Found")
 
     routes: list[Any] = [
-        Route(spec.starlette_path, endpoint(spec), methods=[spec.method]) for spec in ROUTES
+        Route(spec.starlette_path, endpoint(spec), methods=[spec.method])
+        for spec in (*ROUTES, *ACTION_ROUTES)
     ]
     routes.extend(extra_routes or [])
     app = Starlette(routes=routes)

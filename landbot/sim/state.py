@@ -292,6 +292,23 @@ class WorkflowRun:
     job_ids: list[int] = field(default_factory=list)
     check_suite_id: int = 0
     run_attempt: int = 1
+    display_title: str | None = None  # a dispatched run's evaluated `run-name` (actions.py)
+    actor: str | None = None  # who dispatched it (None: the repository's owner)
+
+
+@dataclass
+class RunnerSettings:
+    """How the sim's Actions runner (actions.py) treats dispatched runs; tests set these."""
+
+    # "run" at once; "hold_queued" / "hold_in_progress" until Engine.release(run id);
+    # "hang": in progress until cancelled.
+    mode: str = "run"
+    timeout_seconds: float | None = None  # caps the job's timeout-minutes (a test's deadline)
+    secrets: dict[str, str] = field(default_factory=dict)  # the repository's secrets
+    work_root: Path | None = None  # where jobs' machines are made (default: the sim's root)
+    # Called with (run, artifact name, zip bytes) at upload: returns the bytes stored, or
+    # None to store none (the run then has no artifact to download). A hostile artifact.
+    tamper: Any = None
 
 
 @dataclass

@@ -189,3 +189,32 @@ class StoredRepoFile:
     def reported(self, blob_sha: str) -> bool:
         entry = (self.reports or {}).get(blob_sha)
         return isinstance(entry, dict) and entry.get("state") == "done"
+
+
+@dataclass(frozen=True)
+class StoredDispatch:
+    """A row of `fix_dispatches`: one fix job run as a workflow on the repository's runners
+    (the `actions` fixer backend)."""
+
+    id: int
+    key: str  # the one-time job id, in the run's name (run-name) and inputs
+    fix_job: int  # the jobs row that waits for this run
+    drop_id: int
+    repo: str  # lower-cased
+    installation: str
+    workflow: str
+    state: str  # queued | claimed | sending | sent | running | done
+    run_id: int | None
+    sent_at: dt.datetime | None  # when the dispatch request last went out
+    deadline: dt.datetime | None  # set when it is first sent
+    outcome: str | None  # done: what became of it
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+    @property
+    def active(self) -> bool:
+        """Holding one of the caps' slots (claimed, sent or running on a runner)."""
+        return self.state in ACTIVE_DISPATCH_STATES
+
+
+ACTIVE_DISPATCH_STATES = ("claimed", "sending", "sent", "running")

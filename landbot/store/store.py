@@ -18,10 +18,12 @@ import sqlalchemy as sa
 from landbot.core.model import History, Outcome
 from landbot.store import db
 from landbot.store.records import (
+    ACTIVE_DISPATCH_STATES,
     LedgerTest,
     StoreCounts,
     StoredAction,
     StoredDelivery,
+    StoredDispatch,
     StoredDrop,
     StoredGroup,
     StoredJob,
@@ -33,6 +35,7 @@ from landbot.store.tables import (
     comments,
     deliveries,
     drops,
+    fix_dispatches,
     jobs,
     merge_groups,
     pr_actions,
@@ -87,6 +90,15 @@ def _aware(when: dt.datetime) -> dt.datetime:
 def _fields(row: sa.Row[Any]) -> dict[str, Any]:
     """A row's columns as record fields (column `class` is field `class_`)."""
     return {("class_" if name == "class" else name): v for name, v in row._mapping.items()}
+
+
+def _locked_reports(conn: sa.Connection, key: str) -> dict[str, Any] | None:
+    """The repository's settings-file reports, its row locked until the transaction ends
+    (two workers must not both claim one report); None when no read was saved."""
+    row = conn.execute(
+        sa.select(repo_files.c.reports).where(repo_files.c.repo == key).with_for_update()
+    ).first()
+    return None if row is None else dict(row.reports or {})
 
 
 P = TypeVar("P")
@@ -1097,12 +1109,9 @@ class Store:
         key = repo.lower()
         t = repo_files
         with self.tx() as conn:
-            row = conn.execute(
-                sa.select(t.c.reports).where(t.c.repo == key).with_for_update()
-            ).first()
-            if row is None:
+            reports = _locked_reports(conn, key)
+            if reports is None:
                 raise ValueError(f"no settings file read for {repo}; save the read first")
-            reports: dict[str, Any] = dict(row.reports or {})
             entry = reports.get(blob_sha)
             if isinstance(entry, dict):
                 if entry.get("state") == "done":
@@ -1124,12 +1133,9 @@ class Store:
         key = repo.lower()
         t = repo_files
         with self.tx() as conn:
-            row = conn.execute(
-                sa.select(t.c.reports).where(t.c.repo == key).with_for_update()
-            ).first()
-            if row is None:
+            reports = _locked_reports(conn, key)
+            if reports is None:
                 return
-            reports: dict[str, Any] = dict(row.reports or {})
             if done:
                 reports[blob_sha] = {"state": "done", "at": utcnow().isoformat()}
             else:
@@ -1154,6 +1160,139 @@ class Store:
                 jobs=by(conn, jobs.c.status),
                 deliveries=by(conn, deliveries.c.status),
             )
+
+    # --- the actions fixer backend's dispatches ---------------------------------------
+
+    def dispatch_for(self, fix_job: int) -> StoredDispatch | None:
+        """The dispatch of fix job `fix_job` (a jobs row id), if it has one."""
+        q = sa.select(fix_dispatches).where(fix_dispatches.c.fix_job == fix_job)
+        with self.engine.connect() as conn:
+            row = conn.execute(q).first()
+        return StoredDispatch(**_fields(row)) if row is not None else None
+
+    def dispatch(self, key: str) -> StoredDispatch | None:
+        q = sa.select(fix_dispatches).where(fix_dispatches.c.key == key)
+        with self.engine.connect() as conn:
+            row = conn.execute(q).first()
+        return StoredDispatch(**_fields(row)) if row is not None else None
+
+    def claim_dispatch(
+        self,
+        *,
+        fix_job: int,
+        drop_id: int,
+        repo: str,
+        installation: str,
+        workflow: str,
+        key: str,
+        cap: int,
+    ) -> StoredDispatch:
+        """The fix job's dispatch, made (queued) when it has none; a queued one takes a slot
+        (state claimed) when fewer than `cap` dispatches of its repository, and fewer than
+        `cap` of its installation, are active, and no older one of either waits. Counted in
+        one write transaction (as `_lease` counts its cap), so two workers cannot both take
+        the last slot."""
+        now = utcnow()
+        t = fix_dispatches
+        repo = repo.lower()
+        with self.tx() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(4243)"))
+            row = conn.execute(sa.select(t).where(t.c.fix_job == fix_job)).first()
+            if row is None:
+                conn.execute(
+                    t.insert().values(
+                        key=key,
+                        fix_job=fix_job,
+                        drop_id=drop_id,
+                        repo=repo,
+                        installation=installation,
+                        workflow=workflow,
+                        state="queued",
+                        created_at=now,
+                        updated_at=now,
+                    )
+                )
+                row = conn.execute(sa.select(t).where(t.c.fix_job == fix_job)).one()
+            if row.state == "queued":
+                # A dispatch whose fix job no longer waits (cancelled by a push, failed)
+                # holds no slot and keeps no one waiting.
+                live = t.c.fix_job.in_(
+                    sa.select(jobs.c.id).where(jobs.c.status.in_(("queued", "leased")))
+                )
+                for column, value in ((t.c.repo, row.repo), (t.c.installation, row.installation)):
+                    active = conn.execute(
+                        sa.select(sa.func.count())
+                        .select_from(t)
+                        .where(column == value, t.c.state.in_(ACTIVE_DISPATCH_STATES), live)
+                    ).scalar_one()
+                    older = conn.execute(
+                        sa.select(sa.func.count())
+                        .select_from(t)
+                        .where(column == value, t.c.state == "queued", t.c.id < row.id, live)
+                    ).scalar_one()
+                    if active + older >= cap:
+                        break
+                else:
+                    conn.execute(
+                        t.update().where(t.c.id == row.id).values(state="claimed", updated_at=now)
+                    )
+                    row = conn.execute(sa.select(t).where(t.c.id == row.id)).one()
+            return StoredDispatch(**_fields(row))
+
+    def update_dispatch(self, key: str, **values: Any) -> StoredDispatch:
+        """Set columns of the dispatch `key` (state, run_id, sent_at, deadline, outcome)."""
+        t = fix_dispatches
+        with self.tx() as conn:
+            conn.execute(t.update().where(t.c.key == key).values(**values, updated_at=utcnow()))
+            row = conn.execute(sa.select(t).where(t.c.key == key)).one()
+        return StoredDispatch(**_fields(row))
+
+    def dispatch_of_run(self, repo: str, run_id: int) -> StoredDispatch | None:
+        """The dispatch whose run is `run_id` in `repo`, if landbot started it."""
+        t = fix_dispatches
+        q = sa.select(t).where(t.c.repo == repo.lower(), t.c.run_id == run_id)
+        with self.engine.connect() as conn:
+            row = conn.execute(q).first()
+        return StoredDispatch(**_fields(row)) if row is not None else None
+
+    def dispatches(self, state: str | None = None) -> list[StoredDispatch]:
+        q = sa.select(fix_dispatches).order_by(fix_dispatches.c.id)
+        if state is not None:
+            q = q.where(fix_dispatches.c.state == state)
+        with self.engine.connect() as conn:
+            return [StoredDispatch(**_fields(row)) for row in conn.execute(q)]
+
+    def wake_job(self, job_id: int) -> bool:
+        """Make a queued job runnable now (a webhook said what it waits for happened)."""
+        with self.tx() as conn:
+            res = conn.execute(
+                jobs.update()
+                .where(jobs.c.id == job_id, jobs.c.status == "queued")
+                .values(not_before=None, updated_at=utcnow())
+            )
+            return res.rowcount == 1
+
+    def defer_job(self, job_id: int, owner: str, not_before: dt.datetime, note: str) -> bool:
+        """Give a job back to wait until `not_before` without counting an attempt (a fix
+        job waiting for its run on Actions: waiting is not failing)."""
+        with self.tx() as conn:
+            res = conn.execute(
+                jobs.update()
+                .where(jobs.c.id == job_id, jobs.c.lease_owner == owner)
+                .values(
+                    status="queued",
+                    lease_owner=None,
+                    lease_expires_at=None,
+                    not_before=not_before,
+                    attempts=sa.func.max(jobs.c.attempts - 1, 0)
+                    if conn.dialect.name == "sqlite"
+                    else sa.func.greatest(jobs.c.attempts - 1, 0),
+                    error=note,
+                    updated_at=utcnow(),
+                )
+            )
+            return res.rowcount == 1
 
     # --- leasing ---------------------------------------------------------------------
 

@@ -259,3 +259,32 @@ repo_files = sa.Table(
     sa.Column("reports", sa.JSON),
     sa.Column("updated_at", TS, nullable=False),
 )
+
+
+# Revision 0008: the `actions` fixer backend's dispatches, one per fix job (`fix_job`, the
+# jobs row that waits for it): its one-time id (`key`, in the run's name and inputs), the
+# drop, the repository (lower-cased) and installation the caps count by, the run once found,
+# its state (queued: waiting for a slot; claimed: holding one; sending: the dispatch request
+# went out, its answer unknown; sent: GitHub took it, the run not found yet; running: the
+# run found; done), when the dispatch was
+# last sent, and the deadline. A queued dispatch waits here, not on a runner.
+fix_dispatches = sa.Table(
+    "fix_dispatches",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("key", Str(64), nullable=False, unique=True),
+    sa.Column("fix_job", sa.Integer, nullable=False, unique=True),
+    sa.Column("drop_id", sa.Integer, nullable=False),
+    sa.Column("repo", Str(200), nullable=False),
+    sa.Column("installation", Str(64), nullable=False),
+    sa.Column("workflow", Str(200), nullable=False),
+    sa.Column("state", Str(20), nullable=False),
+    sa.Column("run_id", sa.BigInteger),
+    sa.Column("sent_at", TS),
+    sa.Column("deadline", TS),
+    sa.Column("outcome", sa.Text),
+    sa.Column("created_at", TS, nullable=False),
+    sa.Column("updated_at", TS, nullable=False),
+    sa.Index("ix_fix_dispatches_state", "state", "repo", "installation"),
+    sa.Index("ix_fix_dispatches_run", "run_id"),
+)

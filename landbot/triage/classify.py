@@ -48,6 +48,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeGuard, get_args
 
+from landbot.core.linear import LinearError, LinearPattern, compile_linear
 from landbot.core.model import NOT_ITS_FAULT, TriageClass
 from landbot.errors import LandbotError
 from landbot.triage.context import Mark
@@ -94,11 +95,12 @@ class Classification:
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """A repository's rule, compiled: `pattern` searched in each line of the failing step."""
+    """A repository's rule, compiled: `pattern` searched in each line of the failing step
+    (by RE2 for a rule from a repository's file: linear time, see core/linear.py)."""
 
     index: int
     source: str
-    pattern: re.Pattern[str]
+    pattern: re.Pattern[str] | LinearPattern
     class_: TriageClass
 
     @property
@@ -127,9 +129,14 @@ def compile_rules(rules: Iterable[RuleLike | Mapping[str, str] | Rule]) -> tuple
             raise LandbotError(f"{where} has no pattern; give it a regular expression")
         if not _is_rule_class(cls):
             raise LandbotError(f"{where} has class {cls!r}; use one of {', '.join(RULE_CLASSES)}")
+        compiled: re.Pattern[str] | LinearPattern
         try:
-            compiled = re.compile(source, re.MULTILINE)
-        except re.error as exc:
+            if getattr(rule, "linear", False):
+                # A repository's rule (repo_config.effective marks it): never backtracking.
+                compiled = compile_linear(source, multiline=True)
+            else:
+                compiled = re.compile(source, re.MULTILINE)
+        except (re.error, LinearError) as exc:
             raise LandbotError(
                 f"{where} is not a valid regular expression ({exc}); fix it in [[triage.rules]]"
             ) from None

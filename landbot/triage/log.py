@@ -41,6 +41,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Protocol, cast
 
+from landbot.core.linear import Searchable, Spanned
+
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
 # Lines of the failing step kept on each side of the first error: a test runner's summary
 # and the ``##[error]`` that follows it are near the error, not megabytes away.
@@ -309,8 +311,9 @@ class TextIndex:
             if m is not None:
                 yield idx, m
 
-    def search(self, pattern: re.Pattern[str]) -> tuple[int, re.Match[str]] | None:
-        """The first match of `pattern` over the whole text (for patterns without hints)."""
+    def search(self, pattern: Searchable) -> tuple[int, Spanned] | None:
+        """The first match of `pattern` over the whole text (for patterns without hints;
+        `re`'s or RE2's: core/linear.py)."""
         for m in pattern.finditer(self.text):
             idx = self.index_at(m.start())
             if idx >= 0:

@@ -65,6 +65,16 @@ REST: dict[str, Need] = {
     "GET /repos/{owner}/{repo}/actions/runs/{run_id}/jobs": (("actions", R),),
     "GET /repos/{owner}/{repo}/actions/jobs/{job_id}": (("actions", R),),
     "GET /repos/{owner}/{repo}/actions/jobs/{job_id}/logs": (("actions", R),),
+    # The actions fixer backend (docs.github.com/rest/actions/workflows, .../workflow-runs,
+    # .../artifacts: "Actions" repository permissions, write to dispatch, read otherwise).
+    "POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches": (("actions", W),),
+    "GET /repos/{owner}/{repo}/actions/workflows/{workflow_id}/runs": (("actions", R),),
+    "GET /repos/{owner}/{repo}/actions/runs/{run_id}": (("actions", R),),
+    "GET /repos/{owner}/{repo}/actions/runs/{run_id}/artifacts": (("actions", R),),
+    "GET /repos/{owner}/{repo}/actions/artifacts/{artifact_id}/zip": (("actions", R),),
+    # A fix run past its deadline is cancelled (docs.github.com/rest/actions/workflow-runs
+    # "Cancel a workflow run": "Actions" repository permissions (write)).
+    "POST /repos/{owner}/{repo}/actions/runs/{run_id}/cancel": (("actions", W),),
     "GET /repos/{owner}/{repo}/issues/{issue_number}/comments": (
         ("issues", R),
         ("pull_requests", R),

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,8 @@ from landbot.config import Settings
 from landbot.demo import agents, project
 from landbot.fixer.job import JobLimits, run_local_job
 
-from .conftest import require_sandbox
+from ..conftest import require_sandbox
+from ..conftest import run_git as git
 
 EVIDENCE = {
     "format": 1,
@@ -30,16 +30,6 @@ EVIDENCE = {
         }
     ],
 }
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", f"safe.directory={cwd}", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
 
 
 def checkout(root: Path, branch: str) -> Path:

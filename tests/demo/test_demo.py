@@ -24,7 +24,7 @@ import pytest
 from landbot.demo.project import POLICY_FINDING
 from landbot.land.comments import HANDBACK_MARKER, STATUS_MARKER
 
-from .conftest import require_sandbox
+from ..conftest import require_sandbox
 
 LANDBOT = str(Path(sys.executable).parent / "landbot")
 TIMEOUT = 300  # a bound, not a benchmark: bench/demo.py measures it

@@ -58,6 +58,8 @@ from landbot.sim.model_server import (
     tool_results,
 )
 
+from ..conftest import matches_snapshot
+
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 HEAD = "0123456789abcdef0123456789abcdef01234567"
 BASE = "fedcba9876543210fedcba9876543210fedcba98"
@@ -80,12 +82,7 @@ VALID = {"verdict": "fixed", "summary": "fixed add()", "recommendation": "", "re
 
 
 def check_snapshot(name: str, text: str) -> None:
-    path = SNAPSHOTS / f"{name}.md"
-    if os.environ.get("LANDBOT_UPDATE_SNAPSHOTS") == "1":
-        SNAPSHOTS.mkdir(exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"no snapshot {path.name}: run with LANDBOT_UPDATE_SNAPSHOTS=1"
-    assert text == path.read_text()
+    matches_snapshot(SNAPSHOTS / f"{name}.md", text)
 
 
 # --- the prompt -----------------------------------------------------------------------

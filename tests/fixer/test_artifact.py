@@ -9,11 +9,9 @@ import hashlib
 import io
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 import warnings
 import zipfile
 from collections.abc import Iterator
@@ -34,7 +32,9 @@ from landbot.fixer.artifact import (
     write_artifact,
 )
 from landbot.git.quarantine import BUNDLE_NAME, Quarantine, ResultRefused, parse_bundle
-from landbot.sandbox.runner import SandboxUnavailable, check_host
+
+from ..conftest import diverge, require_sandbox, sandbox_folder
+from ..conftest import run_git as git
 
 LANDBOT = str(Path(sys.executable).parent / "landbot")
 VERDICT = b'{"verdict": "fixed", "summary": "set ANSWER to 42"}\n'
@@ -346,30 +346,11 @@ def test_a_folder_file_over_its_cap_is_refused(folder: Path) -> None:
 # --- the real thing: `landbot fixer run --out`, zipped, read back, imported ----------------
 
 
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", f"safe.directory={cwd}", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-
-
 @pytest.fixture
 def root() -> Iterator[Path]:
-    try:
-        check_host()
-    except SandboxUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must be able to run the sandbox: {exc}")
-        pytest.skip(f"this host cannot run the sandbox: {exc}")
-    path = Path(tempfile.mkdtemp(prefix="landbot-artifact-", dir="/tmp"))
-    os.chmod(path, 0o755)
-    try:
+    require_sandbox()
+    with sandbox_folder("landbot-artifact-") as path:
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def _mirror_and_checkout(root: Path) -> tuple[Path, Path, str]:
@@ -461,15 +442,7 @@ def test_fixer_run_out_round_trips_into_the_mirror(root: Path) -> None:
 
 def test_fixer_run_out_of_a_conflict_carries_the_merge(root: Path) -> None:
     mirror, work, _ = _mirror_and_checkout(root)
-    git(work, "checkout", "-qb", "feature")
-    (work / "app.py").write_text("ANSWER = 42\n")
-    git(work, "commit", "-qam", "feature")
-    git(work, "checkout", "-q", "main")
-    (work / "app.py").write_text("ANSWER = 40\n")
-    git(work, "commit", "-qam", "main moves")
-    base = git(work, "rev-parse", "HEAD")
-    git(work, "checkout", "-q", "feature")
-    head = git(work, "rev-parse", "HEAD")
+    base, head = diverge(work)
     git(work, "push", "-q", "origin", "main", "feature")  # the mirror holds both sides
     assert subprocess.run(["git", "merge", "-q", "main"], cwd=work, capture_output=True).returncode
     out = root / "out"

@@ -9,13 +9,13 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from landbot.sandbox.runner import SandboxUnavailable, check_host
+from ..conftest import diverge, require_sandbox, sandbox_folder
+from ..conftest import run_git as git
 
 LANDBOT = str(Path(sys.executable).parent / "landbot")
 FIXED = {
@@ -26,30 +26,11 @@ FIXED = {
 }
 
 
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", f"safe.directory={cwd}", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-
-
 @pytest.fixture
 def root() -> Iterator[Path]:
-    try:
-        check_host()
-    except SandboxUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must be able to run the sandbox: {exc}")
-        pytest.skip(f"this host cannot run the sandbox: {exc}")
-    path = Path(tempfile.mkdtemp(prefix="landbot-fixcli-", dir="/tmp"))
-    os.chmod(path, 0o755)
-    try:
+    require_sandbox()
+    with sandbox_folder("landbot-fixcli-") as path:
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture
@@ -128,15 +109,7 @@ def test_a_command_agent_fixes_the_checkout_and_the_verdict_is_printed(
 
 
 def test_a_merge_in_progress_is_a_conflict_job(root: Path, checkout: Path) -> None:
-    git(checkout, "checkout", "-q", "-b", "feature")
-    (checkout / "app.py").write_text("ANSWER = 42\n")
-    git(checkout, "commit", "-qam", "feature")
-    git(checkout, "checkout", "-q", "main")
-    (checkout / "app.py").write_text("ANSWER = 40\n")
-    git(checkout, "commit", "-qam", "main moves")
-    base = git(checkout, "rev-parse", "HEAD")
-    git(checkout, "checkout", "-q", "feature")
-    head = git(checkout, "rev-parse", "HEAD")
+    base, head = diverge(checkout)
     merge = subprocess.run(
         ["git", "merge", "-q", "main"], cwd=checkout, capture_output=True, text=True
     )

@@ -29,10 +29,11 @@ from landbot.git.workspace import Workspaces
 from landbot.github.client import GitHubClient
 from landbot.github.models import PullState
 from landbot.pipeline.fix import run_fix_job
-from landbot.sandbox.runner import SandboxUnavailable, check_host
 from landbot.sim import FakeGitHub, FakeGitHubServer
 from landbot.sim.model_server import ModelScript, ScriptedModelServer
 from landbot.sim.state import PullRequest, Repository
+
+from ..conftest import require_sandbox
 
 BOT = "landbot-bot"
 QUEST = "# [S] Ship it\n\n## Required\n\n- [Design](design.md)\n"
@@ -50,15 +51,6 @@ FIXED = {
     "recommendation": "",
     "reproduced": True,
 }
-
-
-def _require_sandbox() -> None:
-    try:
-        check_host()
-    except SandboxUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must be able to run the sandbox: {exc}")
-        pytest.skip(f"this host cannot run the sandbox: {exc}")
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +133,7 @@ class World:
 
 @pytest.fixture
 def world(server: FakeGitHubServer) -> Iterator[World]:
-    _require_sandbox()
+    require_sandbox()
     # Under /tmp with mode 755: the sandbox uid must reach the work trees and the scripts.
     root = Path(tempfile.mkdtemp(prefix="landbot-job-", dir="/tmp"))
     os.chmod(root, 0o755)

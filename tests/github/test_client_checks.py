@@ -11,8 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from pydantic import SecretStr
 
 from landbot.config import GitHubSettings
@@ -22,19 +20,11 @@ from landbot.github.models import Annotation, CheckOutput
 from landbot.sim import FakeGitHub, FakeGitHubServer
 from landbot.sim.state import App, Repository
 
+from .conftest import AppKey
+
 REPO = "acme/widgets"
 ROUTE_CREATE = "POST /repos/{owner}/{repo}/check-runs"
 ROUTE_UPDATE = "PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}"
-
-
-@pytest.fixture(scope="module")
-def app_key() -> bytes:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.TraditionalOpenSSL,
-        serialization.NoEncryption(),
-    )
 
 
 @pytest.fixture
@@ -48,8 +38,8 @@ def repo(gh: FakeGitHub) -> Repository:
 
 
 @pytest.fixture
-def app(gh: FakeGitHub, repo: Repository, app_key: bytes) -> App:
-    made = gh.create_app("landbot", private_key_pem=app_key)
+def app(gh: FakeGitHub, repo: Repository, app_key: AppKey) -> App:
+    made = gh.create_app("landbot", private_key_pem=app_key.path.read_bytes())
     gh.install_app(made, "acme")
     return made
 

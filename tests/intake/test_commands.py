@@ -83,7 +83,9 @@ def test_controls_of_the_refusals_are_commands() -> None:
     assert parse_command("~~~\n```\n~~~\n/landbot skip", APP) == Command(
         "skip", (), "/landbot skip"
     )
-    assert parse_command("> quoted\n/landbot help", APP) == Command("help", (), "/landbot help")
+    # After a blank line, not after the quote's line: `> quoted\n/landbot help` is one
+    # quoted paragraph on GitHub (a lazy continuation line; tests/intake/test_command_edges.py).
+    assert parse_command("> quoted\n\n/landbot help", APP) == Command("help", (), "/landbot help")
     assert parse_command("@alice thanks\n@acme-landbot retry", APP) is not None
 
 
@@ -119,6 +121,7 @@ def test_candidate_lines_are_what_may_be_a_command_for_some_slug() -> None:
         [
             "@alice thanks for the review",  # a mention without a command word: no job
             "> /landbot retry",
+            "",  # the quote ends here (without it the next line would be the quote's)
             "@alice retry",  # may be the slug: the worker decides
             "```",
             "/landbot skip",

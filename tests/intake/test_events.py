@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -20,13 +18,6 @@ HEAD = "a" * 40
 BASE_SHA = "c" * 40
 GROUP_SHA = "d" * 40
 T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open(f"sqlite:///{tmp_path / 'l.db'}")
-    yield s
-    s.close()
 
 
 def deliver(

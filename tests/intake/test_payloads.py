@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,13 +20,6 @@ GROUP_SHA = "d" * 40
 GROUP_REF = f"refs/heads/gh-readonly-queue/main/pr-7-{BASE_SHA}"
 T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
 REPO = {"full_name": "o/r"}
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open(f"sqlite:///{tmp_path / 'l.db'}")
-    yield s
-    s.close()
 
 
 def deliver(store: Store, event: str, payload: dict[str, Any], guid: str = "g1") -> str:

@@ -9,8 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -26,13 +24,6 @@ OLD = "b" * 40  # an older head, before a push
 BASE = "c" * 40
 GROUP = "d" * 40  # a merge-group commit
 T0 = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open(f"sqlite:///{tmp_path / 'l.db'}")
-    yield s
-    s.close()
 
 
 class Sweep:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +23,6 @@ from landbot.store import Store
 FIXTURES = Path(__file__).parent / "fixtures"
 T0 = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
 REPO = "acme/widgets"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open(f"sqlite:///{tmp_path / 'l.db'}")
-    yield s
-    s.close()
 
 
 def push(

@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from landbot.intake import events, payloads
 from landbot.pipeline import deliveries
@@ -28,13 +25,6 @@ REPO = "Codertocat/Hello-World"
 PR = 2
 HEAD = "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
 BEFORE = "f95f852bd8fca8fcc58a9a2d6c842781e32a215e"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open(f"sqlite:///{tmp_path / 'l.db'}")
-    yield s
-    s.close()
 
 
 def published(name: str) -> bytes:

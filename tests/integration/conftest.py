@@ -6,6 +6,7 @@ PostgreSQL: every test runs on both), and a worker the test drives step by step.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from landbot.web.app import create_app
 
 SECRET = "integration-webhook-secret"
 REPO = "acme/widgets"
+SLUG = "acme-landbot"  # the App, where landbot runs as one
 FILES = {
     "app.py": "def answer():\n    return 42\n",
     "tests/test_app.py": (
@@ -95,38 +97,73 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return url
 
 
-@pytest.fixture
-def world(tmp_path: Path, database_url: str) -> Iterator[World]:
+def github_settings(server: FakeGitHubServer, gh: FakeGitHub, **auth: Any) -> GitHubSettings:
+    """landbot's settings for the served sim, with `auth` (a token, or an App's id and key)."""
+    return GitHubSettings(api_url=server.url, webhook_secret=SECRET, git_url=gh.git_url, **auth)
+
+
+def app_auth(app: Any, key_file: Path) -> dict[str, Any]:
+    """`github_settings` keywords for landbot as `app`, its private key written to `key_file`."""
+    return {"app_id": app.id, "private_key_file": app.write_private_key(key_file)}
+
+
+@contextmanager
+def serving(
+    gh: FakeGitHub, settings: Settings, store: Store, client: GitHubClient
+) -> Iterator[str]:
+    """landbot's webhook endpoint on loopback with the sim's webhooks aimed at it (its URL);
+    on the way out the last deliveries go, then the endpoint, the client and the store close."""
+    web = BackgroundServer(create_app(settings, store), [free_socket()])
+    web.start()
+    gh.webhooks.url = f"{web.url}/webhook"
+    try:
+        yield gh.webhooks.url
+    finally:
+        gh.webhooks.flush()
+        web.stop()
+        client.close()
+        store.close()
+
+
+@contextmanager
+def running_world(tmp_path: Path, database_url: str, *, as_app: bool) -> Iterator[World]:
+    """The World, landbot authenticated with a personal token or as the App `acme-landbot`
+    (installation tokens; GitHub takes check runs from Apps only)."""
     gh = FakeGitHub(tmp_path / "github", webhook_secret=SECRET)
     repo = gh.create_repo(REPO, files=FILES)
-    bot = "landbot-bot"
-    token = gh.create_token(bot)
-    gh.add_collaborator(repo, bot, "write")
+    if as_app:
+        app = gh.create_app(SLUG)
+        gh.install_app(app, repos=[repo])
+        bot = app.bot_login
+        auth = app_auth(app, tmp_path / "app.pem")
+    else:
+        bot = "landbot-bot"
+        auth = {"token": gh.create_token(bot)}
+        gh.add_collaborator(repo, bot, "write")
     gh.add_collaborator(repo, "alice", "write")
     with FakeGitHubServer(gh) as server:
         settings = Settings(
-            github=GitHubSettings(
-                api_url=server.url, token=token, webhook_secret=SECRET, git_url=gh.git_url
-            ),
-            database_url=database_url,
-            repos=[REPO],
+            github=github_settings(server, gh, **auth), database_url=database_url, repos=[REPO]
         )
         store = Store.open(settings.database_url)
         client = GitHubClient(settings.github, mutation_gap=0)
         lander = Lander(settings, store, client)
         worker = Worker(store, lambda: lander, name="test-worker")
-        web = BackgroundServer(create_app(settings, store), [free_socket()])
-        web.start()
-        gh.webhooks.url = f"{web.url}/webhook"
-        try:
-            yield World(
-                gh, server, repo, store, settings, client, lander, worker, f"{web.url}/webhook", bot
-            )
-        finally:
-            gh.webhooks.flush()
-            web.stop()
-            client.close()
-            store.close()
+        with serving(gh, settings, store, client) as url:
+            yield World(gh, server, repo, store, settings, client, lander, worker, url, bot)
+
+
+@pytest.fixture
+def world(tmp_path: Path, database_url: str) -> Iterator[World]:
+    with running_world(tmp_path, database_url, as_app=False) as world:
+        yield world
+
+
+@pytest.fixture
+def app_world(tmp_path: Path, database_url: str) -> Iterator[World]:
+    """The World with landbot as the App `acme-landbot` instead of a personal token."""
+    with running_world(tmp_path, database_url, as_app=True) as world:
+        yield world
 
 
 @pytest.fixture

@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from landbot.config import GitHubSettings, Settings
 from landbot.core.model import Drop, Evidence, FixerResult
-from landbot.github.client import GitHubClient
 from landbot.github.ops import GitHubOps
 from landbot.intake import events
 from landbot.land.checks import CHECK_NAME, external_id
@@ -28,13 +25,11 @@ from landbot.land.comments import HANDBACK_MARKER
 from landbot.pipeline import deliveries
 from landbot.pipeline.process import Lander
 from landbot.pipeline.worker import Worker
-from landbot.sim import CheckScenario, FakeGitHub, FakeGitHubServer
-from landbot.sim.server import BackgroundServer, free_socket
+from landbot.sim import CheckScenario
 from landbot.store import Store
 from landbot.triage.gather import Gatherer
-from landbot.web.app import create_app
 
-from .conftest import FILES, REPO, SECRET, World
+from .conftest import SLUG, World
 from .triage_support import fixture_log, handbacks, queue_and_fail
 
 REAL = Path(__file__).parents[1] / "triage" / "real"
@@ -43,7 +38,6 @@ UPDATE = "PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}"
 LIST = "GET /repos/{owner}/{repo}/commits/{ref}/check-runs"
 ADD_LABEL = "POST /repos/{owner}/{repo}/issues/{issue_number}/labels"
 REMOVE_LABEL = "DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels/{name}"
-SLUG = "acme-landbot"
 # A real pytest job log (tests/triage/real/python/SOURCES.md: docling, two failed asserts
 # at tests/test_backend_markdown.py:41 and tests/test_backend_msword.py:96), served as the
 # failing job's log, byte for byte.
@@ -51,55 +45,6 @@ PYTEST_LOG = "docling-pytest-markdown-and-docx-asserts.log"
 NPM_FLAKE = CheckScenario.failing(
     "build", step="Install dependencies", run="npm ci", log=fixture_log("npm-econnreset.log")
 )
-
-
-@pytest.fixture
-def app_world(tmp_path: Path, database_url: str) -> Iterator[World]:
-    """The World of conftest.py, with landbot as the App `acme-landbot` (installation
-    tokens) instead of a personal token."""
-    gh = FakeGitHub(tmp_path / "github", webhook_secret=SECRET)
-    repo = gh.create_repo(REPO, files=FILES)
-    app = gh.create_app(SLUG)
-    gh.install_app(app, repos=[repo])
-    gh.add_collaborator(repo, "alice", "write")
-    key = app.write_private_key(tmp_path / "app.pem")
-    with FakeGitHubServer(gh) as server:
-        settings = Settings(
-            github=GitHubSettings(
-                api_url=server.url,
-                app_id=app.id,
-                private_key_file=key,
-                webhook_secret=SECRET,
-                git_url=gh.git_url,
-            ),
-            database_url=database_url,
-            repos=[REPO],
-        )
-        store = Store.open(settings.database_url)
-        client = GitHubClient(settings.github, mutation_gap=0)
-        lander = Lander(settings, store, client)
-        worker = Worker(store, lambda: lander, name="test-worker")
-        web = BackgroundServer(create_app(settings, store), [free_socket()])
-        web.start()
-        gh.webhooks.url = f"{web.url}/webhook"
-        try:
-            yield World(
-                gh,
-                server,
-                repo,
-                store,
-                settings,
-                client,
-                lander,
-                worker,
-                f"{web.url}/webhook",
-                app.bot_login,
-            )
-        finally:
-            gh.webhooks.flush()
-            web.stop()
-            client.close()
-            store.close()
 
 
 def relander(world: World, **kw: Any) -> Lander:

@@ -6,24 +6,14 @@ permission calls counted (help needs none)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from landbot.config import GitHubSettings, Settings
-from landbot.github.client import GitHubClient
 from landbot.land.comments import STATUS_MARKER
 from landbot.land.replies import REPLY_MARKER, reply_tag
-from landbot.pipeline.process import Lander
-from landbot.pipeline.worker import Worker
-from landbot.sim import FakeGitHub, FakeGitHubServer
-from landbot.sim.server import BackgroundServer, free_socket
-from landbot.store import Store
-from landbot.web.app import create_app
 
-from .conftest import FILES, REPO, SECRET, World
+from .conftest import World
 
 PERMISSION = "GET /repos/{owner}/{repo}/collaborators/{username}/permission"
 COMMENTS = "POST /repos/{owner}/{repo}/issues/{issue_number}/comments"
@@ -233,54 +223,6 @@ def test_an_old_retry_job_without_lines_still_runs(world: World) -> None:
 
 
 # --- `@<slug> retry` under App auth -------------------------------------------------------
-
-
-@pytest.fixture
-def app_world(tmp_path: Path) -> Iterator[World]:
-    """The World with landbot running as the App `acme-landbot` (installation tokens)."""
-    gh = FakeGitHub(tmp_path / "github", webhook_secret=SECRET)
-    repo = gh.create_repo(REPO, files=FILES)
-    app = gh.create_app("acme-landbot")
-    gh.install_app(app, repos=[repo])
-    gh.add_collaborator(repo, "alice", "write")
-    key = app.write_private_key(tmp_path / "app.pem")
-    with FakeGitHubServer(gh) as server:
-        settings = Settings(
-            github=GitHubSettings(
-                api_url=server.url,
-                app_id=app.id,
-                private_key_file=key,
-                webhook_secret=SECRET,
-                git_url=gh.git_url,
-            ),
-            database_url=f"sqlite:///{tmp_path / 'landbot.db'}",
-            repos=[REPO],
-        )
-        store = Store.open(settings.database_url)
-        client = GitHubClient(settings.github, mutation_gap=0)
-        lander = Lander(settings, store, client)
-        worker = Worker(store, lambda: lander, name="test-worker")
-        web = BackgroundServer(create_app(settings, store), [free_socket()])
-        web.start()
-        gh.webhooks.url = f"{web.url}/webhook"
-        try:
-            yield World(
-                gh,
-                server,
-                repo,
-                store,
-                settings,
-                client,
-                lander,
-                worker,
-                f"{web.url}/webhook",
-                app.bot_login,
-            )
-        finally:
-            gh.webhooks.flush()
-            web.stop()
-            client.close()
-            store.close()
 
 
 def test_a_mention_of_the_app_is_a_command(app_world: World) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from landbot.config import GitHubSettings, Settings
+from landbot.config import Settings
 from landbot.github.client import GitHubClient
 from landbot.land.config_report import CONFIG_CHECK
 from landbot.pipeline.process import Lander
@@ -21,11 +21,9 @@ from landbot.pipeline.repo_settings import RepoSettings
 from landbot.pipeline.worker import Worker
 from landbot.repo_config import REPO_FILE
 from landbot.sim import CheckScenario, FakeGitHub, FakeGitHubServer
-from landbot.sim.server import BackgroundServer, free_socket
 from landbot.store import Store
-from landbot.web.app import create_app
 
-from .conftest import FILES, SECRET
+from .conftest import FILES, SECRET, SLUG, app_auth, github_settings, serving
 
 CONTROL = "acme/widgets"  # no file: the host's settings
 OWN = "acme/gizmos"  # its own file
@@ -90,20 +88,14 @@ class AppWorld:
 def world(tmp_path: Path, database_url: str) -> Iterator[AppWorld]:
     gh = FakeGitHub(tmp_path / "github", webhook_secret=SECRET)
     repos = {name: gh.create_repo(name, files=FILES) for name in (CONTROL, OWN)}
-    app = gh.create_app("acme-landbot")
+    app = gh.create_app(SLUG)
     gh.install_app(app, repos=list(repos.values()))
     for repo in repos.values():
         gh.add_collaborator(repo, "alice", "write")
-    key = app.write_private_key(tmp_path / "app.pem")
+    auth = app_auth(app, tmp_path / "app.pem")
     with FakeGitHubServer(gh) as server:
         settings = Settings(
-            github=GitHubSettings(
-                api_url=server.url,
-                app_id=app.id,
-                private_key_file=key,
-                webhook_secret=SECRET,
-                git_url=gh.git_url,
-            ),
+            github=github_settings(server, gh, **auth),
             database_url=database_url,
             repos=list(repos),
         )
@@ -113,18 +105,10 @@ def world(tmp_path: Path, database_url: str) -> Iterator[AppWorld]:
         per_repo = RepoSettings(settings, store, client)
         lander = Lander(settings, store, client, settings_for=per_repo.for_repo)
         worker = Worker(store, lambda: lander, name="test-worker")
-        web = BackgroundServer(create_app(settings, store), [free_socket()])
-        web.start()
-        gh.webhooks.url = f"{web.url}/webhook"
-        try:
+        with serving(gh, settings, store, client):
             yield AppWorld(
                 gh, server, repos, store, settings, client, per_repo, lander, worker, app
             )
-        finally:
-            gh.webhooks.flush()
-            web.stop()
-            client.close()
-            store.close()
 
 
 def failed_checks_action(world: AppWorld, repo: str) -> str:

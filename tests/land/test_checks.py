@@ -7,8 +7,6 @@ LANDBOT_UPDATE_SNAPSHOTS=1 to rewrite them after a deliberate change, then read 
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast, get_args
@@ -55,6 +53,8 @@ from landbot.store import Store
 from landbot.triage.explain import explain_log
 from landbot.triage.gather import log_verdict
 
+from ..conftest import matches_snapshot
+
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "checks"
 REAL = Path(__file__).parents[1] / "triage" / "real"
 HEAD = "0123456789abcdef0123456789abcdef01234567"
@@ -96,12 +96,7 @@ PYTEST = Evidence(
 
 def check_snapshot(name: str, output: CheckOutput) -> None:
     text = render(output)
-    path = SNAPSHOTS / f"{name}.md"
-    if os.environ.get("LANDBOT_UPDATE_SNAPSHOTS") == "1":
-        SNAPSHOTS.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"no snapshot {path.name}: run with LANDBOT_UPDATE_SNAPSHOTS=1"
-    assert text == path.read_text()
+    matches_snapshot(SNAPSHOTS / f"{name}.md", text)
 
 
 def render(output: CheckOutput) -> str:
@@ -491,13 +486,6 @@ class FakeChecks:
         return True
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open(f"sqlite:///{tmp_path / 'l.db'}")
-    yield s
-    s.close()
-
-
 def stored_drop(store: Store) -> Drop:
     drop_id, _ = store.add_drop(
         repo=DROP.repo,
@@ -589,10 +577,12 @@ def test_a_refused_update_or_label_removal_does_not_fail_the_drop(store: Store) 
     key = "drop:1:0:RunFixer"
     store.begin_action(key, "runfixer", drop.id)
     store.finish_action(key, "done", {"job": 1, "label": "landbot:fixing"})
-    gh.update_fails = [REFUSED]
+    # Refused twice: the full output, then the bare one sent once more (RF2; one refusal
+    # and a bare success: tests/integration/test_check_run_edges.py).
+    gh.update_fails = [REFUSED, REFUSED]
     gh.remove_fails = [GitHubError(403, "Resource not accessible by integration")]
     writer(store, gh).finish(drop.id, drop, HANDED_BACK, pr=PR, evidence=PYTEST)
-    assert gh.calls == ["create", "update", "unlabel"]
+    assert gh.calls == ["create", "update", "update", "unlabel"]
     [done] = [a for a in store.actions(drop.id) if a.kind == "checkfinish"]
     assert done.status == "done" and done.result["label_removed"] is False
     assert done.result["check_run"].startswith("refused")

@@ -3,7 +3,6 @@ after a deliberate change, then read the diff)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,6 +18,8 @@ from landbot.land.comments import (
     render_status,
 )
 from landbot.land.model import HANDBACK_TOPICS, STATUS_TOPICS
+
+from ..conftest import matches_snapshot
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 HEAD = "0123456789abcdef0123456789abcdef01234567"
@@ -52,12 +53,7 @@ JOBS = Evidence(
 
 
 def check_snapshot(name: str, text: str) -> None:
-    path = SNAPSHOTS / f"{name}.md"
-    if os.environ.get("LANDBOT_UPDATE_SNAPSHOTS") == "1":
-        SNAPSHOTS.mkdir(exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"no snapshot {path.name}: run with LANDBOT_UPDATE_SNAPSHOTS=1"
-    assert text == path.read_text()
+    matches_snapshot(SNAPSHOTS / f"{name}.md", text)
 
 
 def test_every_topic_has_exactly_one_template() -> None:

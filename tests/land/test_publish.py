@@ -37,6 +37,8 @@ from landbot.land.publish import (
 from landbot.sim import CheckScenario, FakeGitHub, FakeGitHubServer
 from landbot.sim.state import PullRequest, Repository
 
+from ..conftest import require_sandbox
+
 UID = GID = 65534
 QUEST_ROOT = "# Widgets\n"
 QUEST_SHIP = "# [S] Ship it\n\n## Required\n\n- [Design](design.md)\n"
@@ -738,14 +740,9 @@ def test_the_token_never_lands_in_a_file_or_the_config(world: World) -> None:
 def test_a_fix_committed_inside_the_real_sandbox_is_published(world: World, overlay: bool) -> None:
     """The whole host side around bubblewrap: the job's checkout works in the sandbox (its
     own .git, hooks and config read-only, the mirror out of sight) and its commit lands."""
-    from landbot.sandbox.runner import SandboxUnavailable, check_host, run_sandboxed
+    from landbot.sandbox.runner import run_sandboxed
 
-    try:
-        check_host()
-    except SandboxUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must be able to run the sandbox: {exc}")
-        pytest.skip(f"this host cannot run the sandbox: {exc}")
+    require_sandbox()
     repo = world.repo()
     pending_checks(world, repo)
     pr = world.gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})

@@ -3,7 +3,6 @@ tests/land/snapshots/replies/; refresh with LANDBOT_UPDATE_SNAPSHOTS=1 after rea
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -12,17 +11,14 @@ from landbot.core.model import Outcome
 from landbot.land import replies
 from landbot.land.decide import WRITERS, command_allowed
 
+from ..conftest import matches_snapshot
+
 SNAPSHOTS = Path(__file__).parent / "snapshots" / "replies"
 OUTCOMES: tuple[Outcome, ...] = ("requeued", "fixed", "pending", "handed_back", "ignored", "failed")
 
 
 def check_snapshot(name: str, text: str) -> None:
-    path = SNAPSHOTS / f"{name}.md"
-    if os.environ.get("LANDBOT_UPDATE_SNAPSHOTS") == "1":
-        SNAPSHOTS.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"no snapshot {path.name}: run with LANDBOT_UPDATE_SNAPSHOTS=1"
-    assert text == path.read_text()
+    matches_snapshot(SNAPSHOTS / f"{name}.md", text)
 
 
 def test_help_names_every_command_and_who_may_run_it() -> None:

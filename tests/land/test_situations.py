@@ -11,7 +11,6 @@ Set LANDBOT_UPDATE_SNAPSHOTS=1 to rewrite them after a deliberate change, then r
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -47,6 +46,8 @@ from landbot.land.model import (
 )
 from landbot.store.records import LedgerTest
 from landbot.triage.flaky import HeadCheck, ledger_sentence, weigh
+
+from ..conftest import matches_snapshot
 
 SNAPSHOTS = Path(__file__).parent / "situations"
 HEAD = "0123456789abcdef0123456789abcdef01234567"
@@ -695,12 +696,7 @@ def test_situation(sit: Situation) -> None:
         assert text.startswith(marker[what.split()[0]] + "\n"), what
     assert contradictions(sit, decision, comments) == []
     text = _snapshot(sit, decision, comments)
-    path = SNAPSHOTS / f"{sit.name}.md"
-    if os.environ.get("LANDBOT_UPDATE_SNAPSHOTS") == "1":
-        SNAPSHOTS.mkdir(exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"no snapshot {path.name}: run with LANDBOT_UPDATE_SNAPSHOTS=1"
-    assert text == path.read_text()
+    matches_snapshot(SNAPSHOTS / f"{sit.name}.md", text)
 
 
 def test_the_situations_cover_every_topic_and_the_announcement() -> None:

@@ -6,9 +6,7 @@ GitHub over HTTP); the store is a real SQLite file."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
@@ -50,7 +48,9 @@ class FakeGitHub:
         self._maybe_fail()
         return BranchHead("main", self.tip)
 
-    def file_contents(self, repo: str, path: str, *, ref: str | None = None) -> FileContent | None:
+    def file_contents(
+        self, repo: str, path: str, *, ref: str | None = None, max_bytes: int | None = None
+    ) -> FileContent | None:
         self.calls.append("file_contents")
         self._maybe_fail()
         assert ref == self.tip  # read at the tip just read, not "the default branch"
@@ -58,7 +58,10 @@ class FakeGitHub:
         if text is None:
             return None
         sha = f"{abs(hash(text)) % 16**40:040x}"
-        return FileContent(path=path, sha=sha, text=text, size=len(text.encode()))
+        size = len(text.encode())
+        if max_bytes is not None and size > max_bytes:  # as the client: the size, no bytes
+            return FileContent(path=path, sha=sha, text=None, size=size)
+        return FileContent(path=path, sha=sha, text=text, size=size)
 
     def _maybe_fail(self) -> None:
         if self.fail_reads:
@@ -118,13 +121,6 @@ class Clock:
 
     def advance(self, **kw: float) -> None:
         self.now += dt.timedelta(**kw)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open(f"sqlite:///{tmp_path / 'l.db'}")
-    yield s
-    s.close()
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ wiring hands them."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +21,6 @@ from landbot.store import Store
 from .test_repo_settings import FakeGitHub
 
 FILE = "[policy]\nmax_pushes_per_pr = 1\n[fixer]\ntimeout = 60\nmemory_mb = 512\n"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open(f"sqlite:///{tmp_path / 'l.db'}")
-    yield s
-    s.close()
 
 
 def drop(repo: str) -> Drop:
@@ -80,9 +72,10 @@ def test_the_fixer_runs_each_job_under_its_repositorys_settings(
     assert made == [host] and own["ws"] is plain["ws"]
 
 
-def test_without_settings_for_the_fixer_runs_under_the_host_settings(
-    monkeypatch: pytest.MonkeyPatch, store: Store
-) -> None:
+@pytest.fixture
+def fix_runs(monkeypatch: pytest.MonkeyPatch) -> list[Settings]:
+    """The settings each fix job runs under, in order (the job itself, and the work trees it
+    would make, replaced)."""
     import landbot.git.workspace
     import landbot.pipeline.fix
 
@@ -94,6 +87,13 @@ def test_without_settings_for_the_fixer_runs_under_the_host_settings(
 
     monkeypatch.setattr(landbot.pipeline.fix, "run_fix_job", fake_run)
     monkeypatch.setattr(landbot.git.workspace.Workspaces, "from_settings", lambda s, r: object())
+    return seen
+
+
+def test_without_settings_for_the_fixer_runs_under_the_host_settings(
+    store: Store, fix_runs: list[Settings]
+) -> None:
+    seen = fix_runs
     host = Settings()
     wiring.make_fixer(host, lambda: object(), store)(drop("acme/own"), Evidence())  # type: ignore[arg-type, return-value]
     assert seen == [host] and seen[0] is host
@@ -114,8 +114,9 @@ def test_the_land_loop_made_by_the_wiring_reads_the_repositorys_file(store: Stor
 
 
 def test_the_worker_shares_one_reader_between_the_land_loop_and_the_fixer(
-    monkeypatch: pytest.MonkeyPatch, store: Store
+    monkeypatch: pytest.MonkeyPatch, store: Store, fix_runs: list[Settings]
 ) -> None:
+    seen = fix_runs
     made: list[RepoSettings] = []
     real = wiring.make_repo_settings
 
@@ -124,17 +125,6 @@ def test_the_worker_shares_one_reader_between_the_land_loop_and_the_fixer(
         return made[-1]
 
     monkeypatch.setattr(wiring, "make_repo_settings", counting)
-    import landbot.git.workspace
-    import landbot.pipeline.fix
-
-    seen: list[Settings] = []
-
-    def fake_run(settings: Settings, *a: Any, **kw: Any) -> FixerResult:
-        seen.append(settings)
-        return FixerResult("needs_human", "s", "r")
-
-    monkeypatch.setattr(landbot.pipeline.fix, "run_fix_job", fake_run)
-    monkeypatch.setattr(landbot.git.workspace.Workspaces, "from_settings", lambda s, r: object())
     gh = FakeGitHub()
     gh.commit(REPO_FILE, FILE)
     worker = wiring.make_worker(Settings(), store, gh=gh)

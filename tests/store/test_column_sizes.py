@@ -143,6 +143,13 @@ LONGEST: dict[tuple[str, str], str] = {
     ("repo_files", "blob_sha"): SHA,
     ("repo_files", "good_commit_sha"): SHA,
     ("repo_files", "good_sha"): SHA,
+    # fixer/actions.py: the one-time id (the workflow's job-id pattern allows 64), the
+    # installation id (a 64-bit integer) and a workflow file name (config.check_workflow_file)
+    ("fix_dispatches", "key"): "k" * 64,
+    ("fix_dispatches", "repo"): REPO,
+    ("fix_dispatches", "installation"): str(2**63 - 1),
+    ("fix_dispatches", "workflow"): "w" * 100 + ".yaml",
+    ("fix_dispatches", "state"): "claimed",
 }
 
 
@@ -258,6 +265,11 @@ def test_the_longest_values_are_stored_and_read_back(store: Store) -> None:
         REPO, path=FREE, commit_sha=SHA, blob_sha=SHA, text=FREE, good=True,
         read_at=dt.datetime.now(dt.UTC),
     )  # fmt: skip
+    claimed = store.claim_dispatch(
+        fix_job=PR, drop_id=drop_id, repo=REPO, installation=v[("fix_dispatches", "installation")],
+        workflow=v[("fix_dispatches", "workflow")], key=v[("fix_dispatches", "key")], cap=1,
+    )  # fmt: skip
+    assert claimed.state == v[("fix_dispatches", "state")]
 
     for (table, column), value in sorted(LONGEST.items()):
         # Leases end and statuses move on: those were checked when written, above.

@@ -12,25 +12,13 @@ import sqlalchemy as sa
 from landbot.store import Store, db
 from landbot.store.tables import metadata
 
+from .conftest import downgrade, drop_at_revision
+
 
 def test_upgrade_from_first_version_keeps_data(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'landbot.db'}"
-    engine = db.make_engine(url)
-    db.upgrade(engine, "0001")
-    assert db.current_revision(engine) == "0001"
     now = dt.datetime(2026, 11, 1, 12, 0, 0)
-    with engine.begin() as conn:
-        assert "actions" not in sa.inspect(conn).get_table_names()
-        conn.execute(
-            sa.text(
-                "INSERT INTO drops (repo, pr, head_sha, reason, source, dedupe_key, outcome,"
-                " observed_at, created_at, updated_at) VALUES ('o/r', 7, :sha, 'failed_checks',"
-                " 'webhook', 'k7', 'handed_back', :t, :t, :t)"
-            ),
-            {"sha": "a" * 40, "t": now},
-        )
-    engine.dispose()
-
+    drop_at_revision(url, "0001", absent="actions", at=now, outcome="handed_back")
     store = Store.open(url)  # opening upgrades to head
     assert db.current_revision(store.engine) == db.head_revision() != "0001"
     [row] = store.drops()
@@ -119,7 +107,7 @@ def test_downgrade_from_0004_refuses_to_cut_a_longer_value(empty_url: str) -> No
     )
     store.close()
     engine = db.make_engine(empty_url)
-    _downgrade(engine, "0003")
+    downgrade(engine, "0003")
     assert db.current_revision(engine) == "0003"
     db.upgrade(engine)
     engine.dispose()
@@ -138,17 +126,9 @@ def test_downgrade_from_0004_refuses_to_cut_a_longer_value(empty_url: str) -> No
     store.close()
     engine = db.make_engine(empty_url)
     with pytest.raises(sa.exc.DataError):
-        _downgrade(engine, "0003")
+        downgrade(engine, "0003")
     assert db.current_revision(engine) == db.head_revision()
     engine.dispose()
-
-
-def _downgrade(engine: sa.Engine, revision: str) -> None:
-    from alembic import command
-
-    with engine.connect() as conn:
-        command.downgrade(db._alembic_config(conn), revision)
-        conn.commit()
 
 
 def test_upgrade_is_idempotent(tmp_path: Path) -> None:
@@ -167,20 +147,8 @@ def test_sqlite_runs_in_wal_mode(tmp_path: Path) -> None:
 def test_0006_adds_the_ledger_to_a_database_with_rows_and_goes_back(empty_url: str) -> None:
     """A database at 0005 holding a drop upgrades in place to the flaky-test ledger; the
     ledger is usable at once, and 0006 downgrades to 0005 keeping the drop."""
-    engine = db.make_engine(empty_url)
-    db.upgrade(engine, "0005")
     now = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=dt.UTC)
-    with engine.begin() as conn:
-        assert "test_failures" not in sa.inspect(conn).get_table_names()
-        conn.execute(
-            sa.text(
-                "INSERT INTO drops (repo, pr, head_sha, reason, source, dedupe_key, outcome,"
-                " observed_at, created_at, updated_at) VALUES ('o/r', 7, :sha, 'failed_checks',"
-                " 'webhook', 'k7', 'requeued', :t, :t, :t)"
-            ),
-            {"sha": "a" * 40, "t": now},
-        )
-    engine.dispose()
+    drop_at_revision(empty_url, "0005", absent="test_failures", at=now)
     store = Store.open(empty_url)
     assert db.current_revision(store.engine) == db.head_revision()
     assert store.record_test_failures(
@@ -189,7 +157,7 @@ def test_0006_adds_the_ledger_to_a_database_with_rows_and_goes_back(empty_url: s
     assert store.record_merged("o/r", 7) == 1  # the drop 0005 held was a re-enqueue
     [top] = store.flakiest_tests(since=now)
     assert (top.test, top.passed_prs) == ("t::x", (7,))
-    _downgrade(store.engine, "0005")
+    downgrade(store.engine, "0005")
     with store.engine.connect() as conn:
         assert "test_failures" not in sa.inspect(conn).get_table_names()
     assert [d.pr for d in store.drops()] == [7]

@@ -12,6 +12,8 @@ from landbot.store import Store, StoredRepoFile, db
 from landbot.store.retention import prune
 from landbot.store.tables import repo_files
 
+from .conftest import downgrade, drop_at_revision
+
 PATH = ".github/landbot.toml"
 T0 = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
 GOOD, BAD, OTHER = "a" * 40, "b" * 40, "c" * 40
@@ -176,28 +178,12 @@ def test_retention_keeps_the_repository_files(store: Store) -> None:
 def test_0007_adds_the_table_to_a_database_with_rows_and_goes_back(empty_url: str) -> None:
     """A database at 0006 holding a drop upgrades in place; the table is usable at once,
     and 0007 downgrades to 0006 keeping the drop."""
-    engine = db.make_engine(empty_url)
-    db.upgrade(engine, "0006")
-    with engine.begin() as conn:
-        assert "repo_files" not in sa.inspect(conn).get_table_names()
-        conn.execute(
-            sa.text(
-                "INSERT INTO drops (repo, pr, head_sha, reason, source, dedupe_key, outcome,"
-                " observed_at, created_at, updated_at) VALUES ('o/r', 7, :sha, 'failed_checks',"
-                " 'webhook', 'k7', 'requeued', :t, :t, :t)"
-            ),
-            {"sha": "a" * 40, "t": T0},
-        )
-    engine.dispose()
+    drop_at_revision(empty_url, "0006", absent="repo_files", at=T0)
     store = Store.open(empty_url)
     assert db.current_revision(store.engine) == db.head_revision()
     assert _read(store, blob=GOOD, good=True, at=T0)
     assert (store.repo_file("acme/widgets") or _never()).good_sha == GOOD
-    from alembic import command
-
-    with store.engine.connect() as conn:
-        command.downgrade(db._alembic_config(conn), "0006")
-        conn.commit()
+    downgrade(store.engine, "0006")
     with store.engine.connect() as conn:
         assert "repo_files" not in sa.inspect(conn).get_table_names()
     assert [d.pr for d in store.drops()] == [7]
