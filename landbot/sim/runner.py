@@ -399,7 +399,7 @@ class JobRunner:
             raise StepFailed("the sim runner needs bubblewrap (bwrap) on PATH: install it")
         argv = [
             bwrap, "--dev-bind", "/", "/", "--bind", str(self.tmp), JAIL_TMP,
-            "--bind", str(self.opt), JAIL_OPT, "--chdir", cwd,
+            "--bind", str(self.opt), JAIL_OPT, *_keep_visible(), "--chdir", cwd,
             "--die-with-parent", "--",
             "bash", "--noprofile", "--norc", "-eo", "pipefail", f"{jail}/{step_id}.sh",
         ]  # fmt: skip
@@ -440,3 +440,18 @@ class JobRunner:
 def _raw(value: Any) -> str:
     """A YAML scalar as the workflow's text (`false`, not Python's `False`)."""
     return value if isinstance(value, str) else to_text(value)
+
+
+def _keep_visible() -> list[str]:
+    """Binds that show this checkout's venv and source tree inside the jail at their own
+    paths when they live under `/tmp` or `/opt` (a clone in /tmp, as a CI machine may make):
+    the job's own folders hide those, and the shim venv's `landbot` runs from there."""
+    import landbot
+
+    out: list[str] = []
+    # Outer folders first: a venv inside the source tree is bound after it.
+    paths = {Path(sys.prefix).resolve(), Path(landbot.__file__).resolve().parents[1]}
+    for path in sorted(paths, key=lambda p: len(p.parts)):
+        if any(path == Path(j) or Path(j) in path.parents for j in (JAIL_TMP, JAIL_OPT)):
+            out += ["--ro-bind", str(path), str(path)]
+    return out

@@ -297,19 +297,29 @@ class Store:
 
     def retry_job(self, job_id: int, owner: str, not_before: dt.datetime, error: str) -> bool:
         """Give a job back for a later attempt (a transient failure)."""
-        now = utcnow()
+        return self._give_back(job_id, owner, not_before, error, count_attempt=True)
+
+    def _give_back(
+        self, job_id: int, owner: str, not_before: dt.datetime, error: str, *, count_attempt: bool
+    ) -> bool:
+        """Queue a job this worker holds again for `not_before`; without `count_attempt`, the
+        attempt its lease counted is given back too."""
         with self.tx() as conn:
+            values: dict[str, Any] = {
+                "status": "queued",
+                "lease_owner": None,
+                "lease_expires_at": None,
+                "not_before": not_before,
+                "error": error,
+                "updated_at": utcnow(),
+            }
+            if not count_attempt:
+                greatest = sa.func.max if conn.dialect.name == "sqlite" else sa.func.greatest
+                values["attempts"] = greatest(jobs.c.attempts - 1, 0)
             res = conn.execute(
                 jobs.update()
                 .where(jobs.c.id == job_id, jobs.c.lease_owner == owner)
-                .values(
-                    status="queued",
-                    lease_owner=None,
-                    lease_expires_at=None,
-                    not_before=not_before,
-                    error=error,
-                    updated_at=now,
-                )
+                .values(**values)
             )
             return res.rowcount == 1
 
@@ -1276,23 +1286,7 @@ class Store:
     def defer_job(self, job_id: int, owner: str, not_before: dt.datetime, note: str) -> bool:
         """Give a job back to wait until `not_before` without counting an attempt (a fix
         job waiting for its run on Actions: waiting is not failing)."""
-        with self.tx() as conn:
-            res = conn.execute(
-                jobs.update()
-                .where(jobs.c.id == job_id, jobs.c.lease_owner == owner)
-                .values(
-                    status="queued",
-                    lease_owner=None,
-                    lease_expires_at=None,
-                    not_before=not_before,
-                    attempts=sa.func.max(jobs.c.attempts - 1, 0)
-                    if conn.dialect.name == "sqlite"
-                    else sa.func.greatest(jobs.c.attempts - 1, 0),
-                    error=note,
-                    updated_at=utcnow(),
-                )
-            )
-            return res.rowcount == 1
+        return self._give_back(job_id, owner, not_before, note, count_attempt=False)
 
     # --- leasing ---------------------------------------------------------------------
 
