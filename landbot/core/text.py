@@ -1,5 +1,7 @@
 """Making untrusted text inert where it lands: a GitHub comment, or a terminal.
 
+    encodable(summary)          # for anything that encodes it: no lone surrogate
+    text_of(raw_bytes)          # bytes from a job or a log, as encodable text
     inert(summary)              # for Markdown: no live mention, link, image or HTML
     terminal_safe(stderr_tail)  # for a terminal or a log: no escape or control sequence
     TerminalStream().feed(chunk)  # the same, chunk by chunk
@@ -8,6 +10,15 @@ Text that a job, a log or a check name wrote is the attacker's: in a comment an 
 notifies, a `[text](url)` or a bare URL sends readers elsewhere, raw HTML can draw a fake
 landbot message or hide one; on a terminal an escape sequence can rewrite the screen, set
 the window title or, on some terminals, answer back as if typed.
+
+Text must also be encodable before it lands: a Python `str` can hold a lone surrogate
+(U+D800..U+DFFF), which valid JSON spells `"\\ud800"` and `surrogateescape` makes of a
+byte that is not UTF-8, and UTF-8 cannot encode one, so the store, an HTTP body or a log
+file raises UnicodeEncodeError on it. Where text from a job or a log is decoded (JSON,
+bytes), each surrogate becomes U+FFFD (the replacement character, what a strict UTF-8
+decoder with `errors="replace"` puts for a bad byte): the text stays readable and says
+that something was there. `inert` and `terminal_safe` do it too, so no comment or
+terminal line can carry one whatever its source.
 """
 
 from __future__ import annotations
@@ -16,6 +27,8 @@ import codecs
 import re
 
 ZWSP = "\u200b"  # zero-width space: breaks a sigil or a scheme without changing the look
+REPLACEMENT = "\ufffd"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 # @name, @org/team and #123 (or GH-123) only notify or cross-link right before a name or number.
 _SIGIL = re.compile(r"([@#])(?=[A-Za-z0-9_])")
@@ -31,10 +44,23 @@ _MARKUP_RE = re.compile(r"[<>&\[\]!]")
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
+def encodable(text: str) -> str:
+    """`text` with every surrogate code point as U+FFFD: it encodes as UTF-8."""
+    if text.isascii():
+        return text
+    return _SURROGATE.sub(REPLACEMENT, text)
+
+
+def text_of(data: bytes) -> str:
+    """Bytes a job or a log wrote, as text: UTF-8, each bad byte sequence U+FFFD (a strict
+    decoder never yields a surrogate, so the result is encodable)."""
+    return data.decode("utf-8", "replace")
+
+
 def inert(text: str) -> str:
     """`text` for a Markdown comment: it renders as the same words, and notifies, links,
     embeds and marks up nothing."""
-    text = text.replace("\r\n", "\n")
+    text = encodable(text).replace("\r\n", "\n")
     text = _CONTROL.sub("", text)
     text = _MARKUP_RE.sub(lambda m: _MARKUP[m.group(0)], text)
     text = _SIGIL.sub("\\1" + ZWSP, text)
@@ -52,7 +78,7 @@ def terminal_safe(data: bytes | str, limit: int | None = None) -> str:
     """`data` with every escape sequence and control character removed but newline and tab
     (a lone carriage return, which overwrites a line, included). With `limit`, only the
     last `limit` characters are kept."""
-    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    text = text_of(data) if isinstance(data, bytes) else encodable(data)
     text = _ESCAPE.sub("", text.replace("\r\n", "\n"))
     text = _CONTROL.sub("", text)
     if limit is not None and len(text) > limit:

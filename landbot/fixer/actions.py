@@ -19,8 +19,9 @@ by one look and returns, so no worker thread waits an hour for a runner:
   `run-name: landbot fix <job-id>`) among the workflow's recent workflow_dispatch runs;
 - running: the run is read until it completes; a `workflow_run` webhook for it wakes the
   waiting job at once (intake/events.py), the poll every `poll` is the fallback;
-- done: completed with success → its artifact `landbot-fix-<job-id>` is downloaded (capped)
-  and read as hostile data (artifact.py `read_artifact`); the verdict is judged by
+- done: completed with success → its artifact `landbot-fix-<job-id>` (exactly one by that
+  name: a run with two is refused, neither taken) is downloaded (capped) and read as
+  hostile data (artifact.py `read_artifact`); the verdict is judged by
   verdict.py as a local job's is, and the bundle goes to publish's quarantine and rules
   (landbot/pipeline/fix.py). A run that failed, was cancelled or timed out, uploaded no
   artifact or an unfit one, or did not finish by the deadline (the run is then cancelled on
@@ -44,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from landbot import logs
 from landbot.core.model import Drop, Evidence
+from landbot.core.text import encodable
 from landbot.fixer.artifact import ArtifactLimits, ArtifactRefused, read_artifact
 from landbot.fixer.prompt import Task, evidence_json
 from landbot.fixer.verdict import AgentVerdict, judge
@@ -290,7 +292,17 @@ class ActionsBackend:
         found = [a for a in self.client.run_artifacts(drop.repo, run.id) if a.name == name]
         if not found:
             return self._fail(d, f"the fix run uploaded no artifact {name}", run)
-        art = found[0]
+        if len(found) > 1:
+            # Which one landbot's own step wrote cannot be told from outside (a step of the
+            # pull request's setup can upload under the same name first): take neither.
+            return self._fail(
+                d,
+                f"the fix run uploaded {len(found)} artifacts named {name}, not one: neither "
+                "was taken; look at the run for a step that uploads under landbot's name, "
+                "then /landbot retry",
+                run,
+            )
+        [art] = found
         if art.expired:
             return self._fail(d, f"the fix run's artifact {name} expired before it was read", run)
         cap = self.options.limits.max_zip_bytes
@@ -328,7 +340,8 @@ class ActionsBackend:
 
     def _fail(self, d: StoredDispatch, why: str, run: WorkflowRun | None) -> RunResult:
         url = run.html_url if run is not None else ""
-        text = f"{why} ({url})" if url else why
+        # `why` may quote GitHub's or the artifact's words: stored and handed back as text.
+        text = encodable(f"{why} ({url})" if url else why)
         self.store.update_dispatch(d.key, state="done", outcome=text[:2000])
         logs.event(log, "fix run failed", logging.WARNING, why=text)
         return RunResult(failed=text, run_url=url)

@@ -25,7 +25,8 @@ cancelled) or timed_out (past `timeout-minutes`, or `gh.actions_runner.timeout_s
 when smaller); the run's is the job's, except that a timed-out job makes the run `failure`
 as the scenario runs of model.py do (GitHub's documentation does not say; third-party
 reports differ). Test hooks: `engine(gh).wait(run_id)`, `.release(run_id)`,
-`.cancel(run_id)`, `.replace_artifact(id, bytes | None)`, and `gh.actions_runner.tamper`,
+`.cancel(run_id)`, `.replace_artifact(id, bytes | None)`, `.add_artifact(run_id, name,
+bytes)` (a second one of a name, which the upload refuses), and `gh.actions_runner.tamper`,
 called at upload, to store other bytes (a hostile artifact) or none (no artifact).
 """
 
@@ -604,6 +605,19 @@ class Engine:
                 del self.artifacts[artifact_id]
             else:
                 self.artifacts[artifact_id].data = data
+
+    def add_artifact(self, run_id: int, name: str, data: bytes) -> int:
+        """One more artifact on the run, whatever its name (the upload route refuses a
+        second of one name, as GitHub's does; a test needs two to see landbot refuse
+        them); its id."""
+        with self.gh.lock:
+            run = self.gh.workflow_runs[run_id]
+            now = self.gh.clock.now()
+            aid = self.gh.ids.next("artifact")
+            self.artifacts[aid] = Artifact(
+                aid, run_id, run.repo, name, data, now, now + timedelta(days=90)
+            )
+            return aid
 
     def artifacts_of(self, run_id: int) -> list[Artifact]:
         return [a for a in self.artifacts.values() if a.run_id == run_id]

@@ -146,9 +146,10 @@ class FakeActions:
         self.runs[run_id] = replace(self.runs[run_id], status="completed", conclusion=conclusion)
         if zip_bytes is not None:
             key = self.runs[run_id].display_title.split()[-1]
-            art = Artifact(id=run_id * 10, name=artifact_name(key), size_in_bytes=len(zip_bytes),
-                           expired=False, run_id=run_id)  # fmt: skip
-            self.artifacts.setdefault(run_id, []).append((art, zip_bytes))
+            pairs = self.artifacts.setdefault(run_id, [])
+            art = Artifact(id=run_id * 10 + len(pairs), name=artifact_name(key),
+                           size_in_bytes=len(zip_bytes), expired=False, run_id=run_id)  # fmt: skip
+            pairs.append((art, zip_bytes))
 
 
 class Clock:
@@ -333,6 +334,37 @@ def test_a_run_without_its_artifact_is_a_failure(store: Store) -> None:
     gh.artifacts[run] = [(other, GOOD_ZIP)]
     result = b.step(job, drop, Evidence())
     assert result.failed.startswith(f"the fix run uploaded no artifact landbot-fix-{key}")
+
+
+def test_two_artifacts_with_its_name_are_refused_and_neither_is_taken(store: Store) -> None:
+    gh, clock = FakeActions(), Clock()
+    b, job, drop, run = started(store, gh, clock)
+    # A step of the PR's own setup uploaded a crafted result under the expected name
+    # first; landbot's step uploaded the real one after it.
+    planted = {"verdict": "fixed", "summary": "planted", "reproduced": True}
+    gh.finish(run, "success", artifact_zip({VERDICT_NAME: json.dumps(planted).encode()}))
+    gh.finish(run, "success", GOOD_ZIP)
+    key = gh.runs[run].display_title.split()[-1]
+    result = b.step(job, drop, Evidence())
+    assert result.verdict is None and result.bundle is None
+    assert result.failed.startswith(
+        f"the fix run uploaded 2 artifacts named landbot-fix-{key}, not one: neither was taken"
+    ), result.failed
+    assert "\n" not in result.failed
+    d = store.dispatch_for(job)
+    assert d is not None and d.state == "done" and d.outcome == result.failed
+
+
+def test_control_one_artifact_with_its_name_beside_others_is_taken(store: Store) -> None:
+    gh, clock = FakeActions(), Clock()
+    b, job, drop, run = started(store, gh, clock)
+    other = Artifact(id=5, name=artifact_name("d9-0000000000000000"), size_in_bytes=1,
+                     expired=False)  # fmt: skip
+    gh.artifacts[run] = [(other, GOOD_ZIP)]
+    gh.finish(run, "success", GOOD_ZIP)
+    result = b.step(job, drop, Evidence())
+    assert result.failed == ""
+    assert result.verdict is not None and result.verdict.summary == "the test needs a person"
 
 
 def test_a_hostile_artifact_is_refused(store: Store) -> None:
