@@ -20,6 +20,8 @@ Every rule then runs against the quarantine:
   protected path must end up as a plain merge of the PR and the base would leave it;
 - every blob it adds is sized (`cat-file --batch-check`) before any diff is made, and no
   commit adds a symbolic link or a gitlink;
+- every path a new commit writes is UTF-8 (a name git holds as bytes that are not is
+  refused: the host's text, its store and GitHub's API carry paths as UTF-8);
 - the change stays under the size caps (`Limits`);
 - `quest check --base <base>` passes on a fresh host-side checkout of the new head when
   the repository has a `quest/` tree (a `quest` that is a link, or a link under it, is
@@ -55,6 +57,7 @@ from typing import TYPE_CHECKING
 
 from landbot.core.globs import glob_pattern
 from landbot.core.linear import LinearPattern
+from landbot.core.text import encodable, text_of
 from landbot.errors import LandbotError
 from landbot.fixer.job import export_result
 from landbot.git.quarantine import BundleLimits, Quarantine, ResultRefused, parse_bundle
@@ -138,9 +141,11 @@ def glob_regex(pattern: str) -> LinearPattern:
 
 
 def protected_pattern(path: str, patterns: Iterable[str]) -> str | None:
-    """The first pattern that protects `path`, or None."""
+    """The first pattern that protects `path` (a bad byte kept by surrogateescape is
+    matched as U+FFFD: RE2 takes UTF-8 only, and no glob names such a byte), or None."""
+    shown = encodable(path)
     for pattern in patterns:
-        if pattern.strip() and glob_regex(pattern).match(path):
+        if pattern.strip() and glob_regex(pattern).match(shown):
             return pattern
     return None
 
@@ -247,20 +252,37 @@ def numstat(mirror: Path, old: str, new: str, limit: int) -> tuple[tuple[str, in
         if not record or len(files) >= limit:
             continue
         added, deleted, raw = record.split(b"\t", 2)
-        path = raw.decode("utf-8", "surrogateescape")
+        path = text_of(raw)  # for the comment only: no surrogate
         binary = added == b"-" or deleted == b"-"
         files.append((path, -1 if binary else int(added), -1 if binary else int(deleted)))
     return tuple(files)
 
 
-def commit_paths(mirror: Path, commit: str) -> list[str]:
-    """Paths a commit changes: against its parent, or, for a merge, those that match no
-    parent (what the merge's resolution itself wrote)."""
+def commit_raw_paths(mirror: Path, commit: str) -> list[bytes]:
+    """Paths a commit changes, as git holds them: against its parent, or, for a merge,
+    those that match no parent (what the merge's resolution itself wrote)."""
     out = run_git(
         ["diff-tree", "-r", "-c", "--root", "--no-commit-id", "--name-only", "-z", commit],
         git_dir=mirror,
     ).stdout
-    return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+    return [p for p in out.split(b"\0") if p]
+
+
+def commit_paths(mirror: Path, commit: str) -> list[str]:
+    """`commit_raw_paths` as text (a byte that is not UTF-8 kept by surrogateescape)."""
+    return [p.decode("utf-8", "surrogateescape") for p in commit_raw_paths(mirror, commit)]
+
+
+def non_utf8_path(mirror: Path, commit: str) -> str | None:
+    """The first path `commit` writes that is not UTF-8, shown with its bad bytes escaped
+    (`caf\\xe9.txt`) and cut to 120 characters; None when every one is UTF-8."""
+    for raw in commit_raw_paths(mirror, commit):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            shown = raw.decode("utf-8", "backslashreplace")
+            return shown if len(shown) <= 120 else shown[:119] + "…"
+    return None
 
 
 def diff_bytes(mirror: Path, old: str, new: str, paths: Sequence[str], stop_after: int) -> int:
@@ -419,6 +441,16 @@ def validate(
                 f"{limits.max_blob_bytes:,}",
                 commits,
             )
+    # First of the path rules: every later one reads paths as text (RE2 globs, messages).
+    for commit in commits:
+        bad = non_utf8_path(mirror, commit)
+        if bad is not None:
+            return (
+                f"commit {_short(commit)} writes a path that is not UTF-8 ({bad}): landbot "
+                "publishes UTF-8 file names only; rename it in UTF-8 or fix the pull request "
+                "by hand",
+                commits,
+            )
     for commit in commits:
         for path, what in added_links(mirror, commit):
             return (
@@ -446,7 +478,7 @@ def validate(
     if changes:
         path, pattern, why = changes[0]
         return (
-            f"{why}: {path} is a protected path ({pattern} in [fixer] protected_paths)",
+            f"{why}: {encodable(path)} is a protected path ({pattern} in [fixer] protected_paths)",
             commits,
         )
     touched = changed_paths(mirror, head, new)
@@ -510,7 +542,7 @@ def quest_problem(
         shutil.rmtree(check, ignore_errors=True)
     if not findings:
         return None
-    shown = "; ".join(f.render() for f in findings[:3])
+    shown = encodable("; ".join(f.render() for f in findings[:3]))  # quest paths: any bytes
     more = f" (and {len(findings) - 3} more)" if len(findings) > 3 else ""
     return f"quest check --base {_short(ws.base_sha)} fails: {shown}{more}"
 
@@ -677,7 +709,7 @@ def publish(
             try:
                 new = take_result(ws, q, options, bundle)
             except ResultRefused as exc:
-                return PublishResult(refused=str(exc))
+                return PublishResult(refused=encodable(str(exc)))
             refused, commits = validate(
                 ws, new, protected=options.protected_paths, limits=options.limits, repo=q.path
             )

@@ -871,3 +871,88 @@ def test_auto_merge_github_refuses_is_reported_not_retried(world: World) -> None
         result = publish(world.client, ws, world.state(repo, pr), world.options)
     assert not result.auto_merge_armed and "Not allowed" in (result.auto_merge_error or "")
     assert world.server.requests.count(operation="EnablePullRequestAutoMerge") == 1
+
+
+# --- text a job controls: paths that are not UTF-8 (issue 29) -------------------------
+
+
+def agent_commit_raw(ws: Workspace, name: bytes, data: bytes, message: str = "Fix") -> str:
+    """The agent's commit of one file whose name is `name` as bytes (any bytes git takes)."""
+    target = os.path.join(os.fsencode(ws.path), name)
+    with open(target, "wb") as handle:
+        handle.write(data)
+    os.chown(target, UID, GID)
+    as_agent(ws, "git", "add", "-A")
+    as_agent(ws, "git", "commit", "-q", "-m", message)
+    return as_agent(ws, "git", "rev-parse", "HEAD").stdout.strip()
+
+
+def utf8(text: str | None) -> str:
+    """`text`, having checked that it encodes (the store and GitHub's API need UTF-8)."""
+    assert text is not None
+    text.encode("utf-8")
+    return text
+
+
+def test_a_fix_writing_a_path_that_is_not_utf8_is_refused_with_the_line(world: World) -> None:
+    repo = world.repo()
+    pending_checks(world, repo)
+    pr = world.gh.open_pull_request(repo, head="feat", files={"app.py": "ANSWER = 42\n"})
+    for name in (b"caf\xe9.txt", b"docs/\xed\xa0\x80.md"):  # Latin-1; an encoded surrogate
+        with world.job(repo, pr) as ws:
+            (ws.path / "docs").mkdir(exist_ok=True)
+            os.chown(ws.path / "docs", UID, GID)
+            before = mirror_state(ws)
+            agent_commit_raw(ws, name, b"fixed\n")
+            result = publish(world.client, ws, world.state(repo, pr), world.options)
+            shown = name.decode("utf-8", "backslashreplace")
+            only_refusal(result, "writes a path that is not UTF-8", f"({shown})", "rename it")
+            assert "\n" not in utf8(result.refused)
+            assert mirror_state(ws) == before
+    assert world.branch(repo, "feat") == pr.head_sha
+    # The control: names in UTF-8 beyond ASCII go through, and read back unchanged.
+    names = ["café.txt", "日本/語.md", "🎉 party.txt"]
+    with world.job(repo, pr) as ws:
+        new = agent_commit(ws, {name: "fixed\n" for name in names})
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    assert result.pushed_sha == new, result.refused
+    assert sorted(path for path, _a, _d in result.files) == sorted(names)
+
+
+def raw_branch(repo: Repository, branch: str, parent: str, name: bytes) -> str:
+    """A commit on `parent` adding a file named `name` (bytes), at `branch` in the sim's
+    repository, made with git directly (the sim's own commits take text names)."""
+    git_dir = str(repo.git_dir)
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "GIT_INDEX_FILE": f"{git_dir}/pr-index",
+           "GIT_AUTHOR_NAME": "alice", "GIT_AUTHOR_EMAIL": "alice@example.com",
+           "GIT_COMMITTER_NAME": "alice", "GIT_COMMITTER_EMAIL": "alice@example.com"}  # fmt: skip
+
+    def git(*args: str, data: bytes | None = None) -> bytes:
+        done = subprocess.run(["git", f"--git-dir={git_dir}", *args], input=data, env=env,
+                              capture_output=True, check=True)  # fmt: skip
+        return done.stdout.strip()
+
+    blob = git("hash-object", "-w", "--stdin", data=b"the author's own file\n").decode()
+    git("read-tree", parent)
+    git("update-index", "--index-info", data=b"100644 " + blob.encode() + b"\t" + name + b"\n")
+    tree = git("write-tree").decode()
+    sha = git("commit-tree", tree, "-p", parent, "-m", "Add a file").decode()
+    git("update-ref", f"refs/heads/{branch}", sha)
+    os.unlink(env["GIT_INDEX_FILE"])
+    return sha
+
+
+def test_a_pull_request_holding_a_path_that_is_not_utf8_is_still_fixed(world: World) -> None:
+    """The rule is about the fix's own paths: the author's name in bytes is theirs, and
+    the protected-path rules (RE2 globs) read it without failing."""
+    repo = world.repo()
+    pending_checks(world, repo)
+    head = raw_branch(repo, "feat", world.branch(repo, "main") or "", b"notes-\xff.txt")
+    world.gh.sync()
+    pr = world.gh.open_pull_request(repo, head="feat")
+    assert pr.head_sha == head
+    with world.job(repo, pr) as ws:
+        new = agent_commit(ws, {"app.py": "ANSWER = 42\n"})
+        result = publish(world.client, ws, world.state(repo, pr), world.options)
+    assert result.pushed_sha == new, result.refused
+    assert [path for path, _a, _d in result.files] == ["app.py"]
