@@ -41,6 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from landbot.core.text import encodable
 from landbot.errors import LandbotError
 from landbot.fixer.verdict import SCHEMA
 from landbot.sandbox import bwrap
@@ -333,7 +334,7 @@ def claude_result(stdout: bytes) -> bytes | None:
     except (ValueError, IndexError):
         return None
     if isinstance(obj, dict) and isinstance(obj.get("result"), str):
-        return str(obj["result"]).encode()
+        return encodable(str(obj["result"])).encode()  # JSON may hold a lone surrogate
     return None
 
 

@@ -6,6 +6,11 @@ as its final message, held to `SCHEMA` by `--output-schema`). The agent is untru
 file may be missing, huge, binary, not JSON, or JSON of the wrong shape. Each of those
 becomes a `needs_human` verdict whose summary says what went wrong, so a person looks at
 the pull request instead of the job failing.
+
+Valid JSON can spell a lone surrogate (`"\\ud800"`), which no UTF-8 writer (the store,
+GitHub's API) can encode: the text fields come out with each surrogate as U+FFFD
+(core/text.py `encodable`), here where the JSON is decoded, for a local job's file and a
+runner's artifact alike.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, cast, get_args
 
 from landbot.core.model import Verdict
+from landbot.core.text import encodable
 
 VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 
@@ -78,7 +84,7 @@ class AgentVerdict:
 
 
 def _clean(text: str, limit: int) -> str:
-    text = _CONTROL.sub("", text).strip()
+    text = _CONTROL.sub("", encodable(text)).strip()
     if len(text) > limit:
         text = text[: limit - 1].rstrip() + "…"
     return text
@@ -112,7 +118,8 @@ def parse_verdict(data: bytes) -> AgentVerdict:
             f'its "verdict" is {json.dumps(verdict)[:40]}, not one of {", ".join(VERDICTS)}'
         )
     summary = obj.get("summary")
-    if not isinstance(summary, str) or not summary.strip():
+    # Judged once cleaned: a summary of control characters alone says nothing.
+    if not isinstance(summary, str) or not _clean(summary, MAX_SUMMARY_CHARS):
         raise VerdictError('its "summary" is missing or not a non-empty string')
     recommendation = obj.get("recommendation", "")
     if not isinstance(recommendation, str):

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from landbot.core.text import ZWSP, TerminalStream, inert, terminal_safe
+from landbot.core.text import ZWSP, TerminalStream, encodable, inert, terminal_safe, text_of
 
 HOSTILE = (
     "Fixed it. cc @octocat @acme/maintainers, see #12 and GH-7; details at "
@@ -79,3 +79,33 @@ def test_a_stream_split_anywhere_leaks_nothing() -> None:
         out += stream.close()
         assert "\x1b" not in out and "\r" not in out and "\x07" not in out
         assert out == terminal_safe(data)
+
+
+# --- encodable (issue 29) ---------------------------------------------------------------
+
+LONE = ["\ud800", "\udbff", "\udc00", "\udfff", b"caf\xe9".decode("utf-8", "surrogateescape")]
+
+
+@pytest.mark.parametrize("lone", LONE)
+def test_every_surrogate_becomes_one_replacement_character(lone: str) -> None:
+    with pytest.raises(UnicodeEncodeError):  # the control: this is what broke the writes
+        f"a {lone} b".encode()
+    out = encodable(f"a {lone} b")
+    assert out == f"a {lone[:-1]}\ufffd b"  # each sample ends in its one surrogate
+    out.encode()
+    for sink in (inert, terminal_safe):
+        sink(f"a {lone} b").encode()  # a comment or a terminal line cannot carry one
+
+
+def test_encodable_control_ordinary_text_is_unchanged() -> None:
+    for text in ("plain", "café", "日本語", "🎉 party", "\ufffd already", ""):
+        assert encodable(text) == text
+    assert text_of("café 日本 🎉".encode()) == "café 日本 🎉"
+
+
+def test_text_of_bad_bytes_is_encodable() -> None:
+    # Latin-1, a truncated sequence, an encoded surrogate (which strict UTF-8 refuses).
+    for raw in (b"caf\xe9", b"\xe6\x97", b"\xed\xa0\x80"):
+        out = text_of(raw)
+        out.encode()
+        assert "\ufffd" in out

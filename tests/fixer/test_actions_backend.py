@@ -367,6 +367,34 @@ def test_control_one_artifact_with_its_name_beside_others_is_taken(store: Store)
     assert result.verdict is not None and result.verdict.summary == "the test needs a person"
 
 
+def test_a_verdict_with_a_lone_surrogate_comes_back_encodable(store: Store) -> None:
+    gh, clock = FakeActions(), Clock()
+    b, job, drop, run = started(store, gh, clock)
+    verdict = b'{"verdict": "needs_human", "summary": "caf\\ud800 \xc3\xa9", "reproduced": true}'
+    assert "\ud800" in json.loads(verdict)["summary"]  # the control: valid JSON spells one
+    gh.finish(run, "success", artifact_zip({VERDICT_NAME: verdict}))
+    result = b.step(job, drop, Evidence())
+    assert result.verdict is not None and result.verdict.summary == "caf\ufffd \u00e9"
+    result.verdict.summary.encode()
+
+
+def test_a_refusal_quoting_a_lone_surrogate_is_stored_and_handed_back_encodable(
+    store: Store,
+) -> None:
+    gh, clock = FakeActions(), Clock()
+    b, job, drop, run = started(store, gh, clock)
+    gh.finish(run, "success", GOOD_ZIP)
+
+    def refuse(repo: str, artifact_id: int, *, max_bytes: int) -> bytes:
+        raise GitHubError(403, "Resource not accessible: caf\ud800")  # GitHub's JSON, decoded
+
+    gh.download_artifact = refuse  # type: ignore[method-assign]
+    result = b.step(job, drop, Evidence())
+    assert "could not be downloaded" in result.failed and "caf\ufffd" in result.failed
+    d = store.dispatch_for(job)
+    assert d is not None and d.outcome == result.failed
+
+
 def test_a_hostile_artifact_is_refused(store: Store) -> None:
     gh, clock = FakeActions(), Clock()
     b, job, drop, run = started(store, gh, clock)
