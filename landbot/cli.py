@@ -617,6 +617,14 @@ def sandbox_run(
     workdir: Annotated[Path, typer.Option(help="Work tree, writable inside the sandbox.")],
     timeout: Annotated[float, typer.Option(help="Wall-clock limit in seconds.")] = 600.0,
     memory: Annotated[int, typer.Option(help="Memory cap in MB.")] = 2048,
+    disk: Annotated[
+        int | None,
+        typer.Option(
+            help="Disk cap in MB: the work tree runs on a file system of this size "
+            "(default [sandbox] disk_mb; 0: no cap).",
+            show_default=False,
+        ),
+    ] = None,
     env: Annotated[
         list[str] | None,
         typer.Option(
@@ -633,7 +641,7 @@ def sandbox_run(
     """Run one command in the fixer sandbox: `landbot sandbox run --workdir DIR -- CMD ...`.
 
     Exits with the command's own code, 124 when the timeout killed it, 137 when the memory
-    cap did.
+    cap did. The first line on stderr says which disk cap applies.
     """
     # Only the sandbox's own modules (see landbot/sandbox/cli.py for its fast path).
     from landbot.sandbox.cli import RunArgs, run_command
@@ -646,6 +654,7 @@ def sandbox_run(
             workdir=workdir,
             timeout=timeout,
             memory=memory,
+            disk=disk,
             env=list(env or []),
             config=config,
             command=command,
@@ -662,6 +671,14 @@ def fixer_run(
     agent: Annotated[str | None, typer.Option(help="command, codex, claude or opencode.")] = None,
     timeout: Annotated[float, typer.Option(help="Wall-clock limit in seconds.")] = 1800.0,
     memory: Annotated[int, typer.Option(help="Memory cap in MB.")] = 4096,
+    disk: Annotated[
+        int | None,
+        typer.Option(
+            help="Disk cap in MB: the checkout runs on a file system of this size "
+            "(default [sandbox] disk_mb; 0: no cap).",
+            show_default=False,
+        ),
+    ] = None,
     model: Annotated[
         str | None, typer.Option(help="Model name the agent asks for (its default if unset).")
     ] = None,
@@ -689,6 +706,8 @@ def fixer_run(
 
     if timeout <= 0 or memory <= 0:
         _fail("--timeout and --memory must be positive")
+    if disk is not None and disk < 0:
+        _fail("--disk must be a size in MB, or 0 for no disk cap")
     if out is not None and (out.is_symlink() or (out.exists() and not out.is_dir())):
         _fail(f"--out {out} is not a folder; pass a new or empty folder")
     if out is not None and out.is_dir() and any(out.iterdir()):
@@ -705,6 +724,8 @@ def fixer_run(
         limits=JobLimits(timeout=timeout, memory_mb=memory),
         model=model,
         export=out is not None,
+        disk_mb=disk,
+        on_start=lambda line: typer.echo(line, err=True),
     )
     from landbot.core.text import terminal_safe
 

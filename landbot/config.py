@@ -382,8 +382,12 @@ class SandboxSettings(_Section):
         description="extra names under /etc shown read-only, beyond the toolchain's allowlist "
         "(e.g. pip.conf; JSON list in env)",
     )
-    cpus: float = Field(
-        2.0, gt=0, description="CPU cap of one job in cores (cgroup quota; else nice + rlimit)"
+    # Unset: half the host's cores (landbot.sandbox.limits.cpu_cap), so a job never takes
+    # every core of a small host from the receiver, the worker and the proxy.
+    cpus: Annotated[float, Field(gt=0)] | None = Field(
+        None,
+        description="CPU cap of one job in cores (cgroup quota; else nice + rlimit); "
+        "unset: half the host's cores",
     )
     tmp_mb: int = Field(1024, ge=1, description="size of the job's private /tmp and HOME, MB each")
     disk_mb: int = Field(

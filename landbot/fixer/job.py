@@ -37,7 +37,7 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -184,17 +184,19 @@ AGENT_API = {"codex": "openai-responses", "opencode": "openai-chat", "claude": "
 
 
 def sandbox_options(settings: Settings) -> dict[str, Any]:
-    """The sandbox settings every agent run takes: what it may see of /etc, its CPU and
-    /tmp caps, and the host's own secrets, which it must not see (the run is refused if it
-    would)."""
+    """The sandbox settings every agent run takes: what it may see of /etc, its CPU, /tmp
+    and file size caps (RLIMIT_FSIZE at the work tree's disk cap), and the host's own
+    secrets, which it must not see (the run is refused if it would)."""
+    from landbot.sandbox.limits import cpu_cap
     from landbot.sandbox.settings import host_secrets
 
     box = settings.sandbox
     return {
         "hidden": host_secrets(settings, settings._config_file),
         "etc": tuple(box.etc),
-        "cpus": box.cpus,
+        "cpus": cpu_cap(box.cpus),
         "tmp_mb": box.tmp_mb,
+        "fsize_mb": box.disk_mb or None,
     }
 
 
@@ -361,7 +363,15 @@ def fix_checkout(
 
 # --- the result, out of the sandbox as data -------------------------------------------
 
-EXPORT_TIMEOUT = 300.0
+# The export's timeout follows the size of what it can export (a job that blocks it, e.g.
+# with a FIFO for `.git/packed-refs`, holds its worker this long, not a fixed 300 s): a
+# floor for git to start, read refs and write a small bundle, plus the bytes of the job's
+# object store at a rate well under what `git bundle` packs on a loaded 2-core host
+# (bench/export_block.py), the bytes counted up to the bundle cap (BundleLimits.max_bytes,
+# 64 MiB: 10 + 64 / 4 = 26 s at most).
+EXPORT_FLOOR_S = 10.0
+EXPORT_BYTES_PER_S = 4 << 20
+EXPORT_MAX_ENTRIES = 100_000  # entries of .git/objects looked at; past it: the cap
 EXPORT_MEMORY_MB = 1024
 NO_HEAD, NOTHING_NEW = 3, 4  # the export script's own exit codes
 # Run by git INSIDE the sandbox, after the agent's sandbox (and every process of it) is
@@ -373,6 +383,36 @@ n=$(git rev-list --count HEAD --not "$@") || exit 5
 [ "$n" -gt 0 ] || exit 4
 exec git bundle create --quiet .git/landbot/result.bundle HEAD --not "$@"
 """
+
+
+def export_size(workdir: Path, limit: int) -> int:
+    """The bytes under `workdir/.git/objects` (regular files, no link followed), counted up
+    to `limit`: what an export of the job's commits can at most pack. `limit` when the
+    folder holds more than EXPORT_MAX_ENTRIES entries (the job made them; the host does not
+    walk them all)."""
+    total = entries = 0
+    stack = [workdir / ".git" / "objects"]
+    while stack and total < limit:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                for entry in it:
+                    entries += 1
+                    if entries > EXPORT_MAX_ENTRIES:
+                        return limit
+                    st = entry.stat(follow_symlinks=False)
+                    if stat.S_ISDIR(st.st_mode):
+                        stack.append(Path(entry.path))
+                    elif stat.S_ISREG(st.st_mode):
+                        total += st.st_size
+        except OSError:
+            continue  # not there, or not a folder: nothing to count
+    return min(total, limit)
+
+
+def export_timeout(size: int) -> float:
+    """Seconds the export of a job whose object store holds `size` bytes may take (pure)."""
+    return EXPORT_FLOOR_S + size / EXPORT_BYTES_PER_S
 
 
 def _git_in_sandbox(
@@ -402,18 +442,26 @@ def export_result(
     uid: int,
     gid: int,
     limit: int,
-    timeout: float = EXPORT_TIMEOUT,
+    timeout: float | None = None,
 ) -> bytes:
     """The job's new commits (HEAD, less what `exclude` reaches) as bundle bytes, written
     by git in the sandbox into `.git/landbot/` and read from there without following
-    links. ResultRefused when there is nothing to take or the bundle is unfit."""
+    links. ResultRefused when there is nothing to take or the bundle is unfit. `timeout`
+    defaults to `export_timeout` of the job's object store, counted up to `limit`."""
     if not exclude or not all(_is_sha(x) for x in exclude):
         raise LandbotError("export_result needs the object ids the job started from")
     workdir = Path(os.path.realpath(workdir))
     outputs = outputs_dir(workdir)
+    if timeout is None:
+        timeout = export_timeout(export_size(workdir, limit))
     _prepare_outputs(outputs, (), uid, gid)
     try:
         result = _git_in_sandbox(_EXPORT_SCRIPT, exclude, workdir, uid, gid, timeout)
+        if result.timed_out:
+            raise ResultRefused(
+                f"git bundle in the sandbox did not finish in {timeout:.0f} s (the time "
+                "allowed for the size of the job's commits): the job's repository blocks it"
+            )
         if result.exit_code == NO_HEAD:
             raise ResultRefused("the job's work tree has no commit at HEAD")
         if result.exit_code == NOTHING_NEW:
@@ -477,7 +525,8 @@ def read_local_state(workdir: Path, uid: int, gid: int) -> tuple[str, str | None
     """HEAD, MERGE_HEAD and the unmerged files of `workdir`, read by git in the sandbox
     (the work tree must already belong to the sandbox uid)."""
 
-    result = _git_in_sandbox(_STATE_SCRIPT, (), workdir, uid, gid, EXPORT_TIMEOUT)
+    timeout = export_timeout(export_size(workdir, BundleLimits().max_bytes))
+    result = _git_in_sandbox(_STATE_SCRIPT, (), workdir, uid, gid, timeout)
     if result.exit_code == NO_HEAD:
         raise LandbotError(f"{workdir} has no commit at HEAD; pass a git checkout with a commit")
     if result.exit_code != 0:
@@ -698,11 +747,18 @@ def run_local_job(
     model: str | None = None,
     export: bool = False,
     export_limit: int = BundleLimits().max_bytes,
+    disk_mb: int | None = None,
+    on_start: Callable[[str], None] | None = None,
 ) -> AgentOutcome:
     """`landbot fixer run`: the agent on an operator's checkout. No GitHub, no publishing;
     the checkout is handed to the sandbox uid (as `landbot sandbox run` does). With
     `export`, the job's new commits (over HEAD and MERGE_HEAD as they were) come back as
-    `outcome.bundle`, taken as `export_result` takes a workspace's (`fixer run --out`)."""
+    `outcome.bundle`, taken as `export_result` takes a workspace's (`fixer run --out`).
+
+    Everything the job's sandboxes do happens on a file system of `disk_mb` MB (default
+    `[sandbox] disk_mb`; 0: none) holding a copy of the checkout, copied back after
+    (landbot/sandbox/disk.py); `on_start` gets the line saying so, as the job starts."""
+    from landbot.sandbox.disk import cap_line, run_capped
     from landbot.sandbox.runner import check_host, prepare_workdir
 
     real = Path(os.path.realpath(workdir))
@@ -723,23 +779,35 @@ def run_local_job(
     require_model(agent, settings)
     check_host()
     uid, gid = settings.sandbox.uid, settings.sandbox.gid
+    disk = settings.sandbox.disk_mb if disk_mb is None else disk_mb
+    if disk != settings.sandbox.disk_mb:  # the agent's RLIMIT_FSIZE follows the cap
+        box = settings.sandbox.model_copy(update={"disk_mb": disk})
+        settings = settings.model_copy(update={"sandbox": box})
     preserved = check_local_gitdir(real)
     prepare_workdir(real, uid, gid)
-    state = read_local_state(real, uid, gid)
-    task = local_task(real, data, state=state)
-    task = replace(task, protected_paths=tuple(settings.fixer.protected_paths))
-    try:
-        with _inputs_folder(None) as inputs:
-            outcome = run_agent(
-                task, real, inputs, settings, agent=agent, limits=limits, model=model
-            )
-    finally:
-        sanitize_gitdir(real, preserved, uid, gid)
-    if not export:
-        return outcome
-    started = tuple(sha for sha in dict.fromkeys(state[:2]) if sha)
-    try:
-        bundle = export_result(real, started, uid=uid, gid=gid, limit=export_limit)
-    except ResultRefused as exc:
-        return replace(outcome, bundle_refused=str(exc))
-    return replace(outcome, bundle=bundle)
+
+    def job() -> AgentOutcome:
+        # On the capped copy (disk.py): the checkout as the job leaves it, sanitised, is
+        # what is copied back.
+        state = read_local_state(real, uid, gid)
+        task = local_task(real, data, state=state)
+        task = replace(task, protected_paths=tuple(settings.fixer.protected_paths))
+        if on_start is not None:  # the evidence was usable: the job starts
+            on_start(cap_line("fixer run", disk))
+        try:
+            with _inputs_folder(None) as inputs:
+                outcome = run_agent(
+                    task, real, inputs, settings, agent=agent, limits=limits, model=model
+                )
+        finally:
+            sanitize_gitdir(real, preserved, uid, gid)
+        if not export:
+            return outcome
+        started = tuple(sha for sha in dict.fromkeys(state[:2]) if sha)
+        try:
+            bundle = export_result(real, started, uid=uid, gid=gid, limit=export_limit)
+        except ResultRefused as exc:
+            return replace(outcome, bundle_refused=str(exc))
+        return replace(outcome, bundle=bundle)
+
+    return run_capped(real, disk, uid=uid, gid=gid, body=job)

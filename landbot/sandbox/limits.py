@@ -15,6 +15,7 @@ argument lists.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,7 +32,8 @@ shift
 ulimit -c 0 || exit 125
 ulimit -d "$1" || exit 125
 ulimit -t "$2" || exit 125
-shift 2
+ulimit -f "$3" || exit 125
+shift 3
 exec "$@"
 """
 
@@ -46,19 +48,43 @@ class Rlimits:
       the job learns it hit the cap). Not RLIMIT_AS: JavaScript engines reserve tens of GB
       of address space they never touch;
     - cpu seconds: wall-clock timeout times the cores, plus slack;
+    - file size (RLIMIT_FSIZE, in the 512-byte blocks of dash's `ulimit -f`) at the disk
+      cap when there is one: no file, not even a sparse one, is larger than the work
+      tree's file system (a write past it gets SIGXFSZ, exit 153); "unlimited" otherwise;
     - not RLIMIT_NPROC: it counts every process of the uid on the host (all concurrent
       jobs share the uid), so it would cap the wrong thing; the pids cgroup does it.
     """
 
     data_kib: int
     cpu_seconds: int
+    fsize_blocks: int | None = None  # 512-byte blocks; None: unlimited
 
 
-def rlimits_for(timeout: float, memory_mb: int, cpus: float) -> Rlimits:
+def rlimits_for(
+    timeout: float, memory_mb: int, cpus: float, fsize_mb: int | None = None
+) -> Rlimits:
     return Rlimits(
         data_kib=2 * memory_mb * 1024,
         cpu_seconds=math.ceil(math.ceil(timeout) * max(cpus, 0.01)) + 10,
+        fsize_blocks=fsize_mb * 2048 if fsize_mb else None,
     )
+
+
+def host_cores() -> int:
+    """The cores this process may run on (its affinity, as a container's cpuset sets it)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except OSError:
+        return os.cpu_count() or 1
+
+
+def cpu_cap(cpus: float | None, cores: int | None = None) -> float:
+    """One job's CPU cap in cores: `[sandbox] cpus` when set, else half the host's cores
+    (1.0 of 2, 0.5 of 1), so a job (or two) never takes every core of a small host from
+    the webhook receiver, the worker and the model proxy."""
+    if cpus is not None:
+        return cpus
+    return (cores if cores is not None else host_cores()) / 2
 
 
 # keyctl(2)'s number per machine (Perl's syscall.ph is not in perl-base).
@@ -120,5 +146,6 @@ def launcher_argv(
         "--",
         str(limits.data_kib),
         str(limits.cpu_seconds),
+        str(limits.fsize_blocks) if limits.fsize_blocks is not None else "unlimited",
         *then,
     ]

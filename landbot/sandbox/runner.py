@@ -46,6 +46,7 @@ from landbot.sandbox.cgroups import JobCgroup, create_job_cgroup
 from landbot.sandbox.env import sandbox_environment
 from landbot.sandbox.etc import EtcPlan, plan_etc
 from landbot.sandbox.limits import (
+    cpu_cap,
     keyring_argv,
     launcher_argv,
     nice_argv,
@@ -57,7 +58,8 @@ from landbot.sandbox.seccomp import SeccompUnavailable, filter_program, program_
 DEFAULT_UID = 65534
 DEFAULT_GID = 65534
 DEFAULT_PIDS_MAX = 1024
-DEFAULT_CPUS = 2.0  # as SandboxSettings.cpus
+# As SandboxSettings.cpus unset: half this host's cores (limits.cpu_cap).
+DEFAULT_CPUS = cpu_cap(None)
 DEFAULT_TMP_MB = 1024  # as SandboxSettings.tmp_mb
 DEFAULT_OUTPUT_LIMIT = 1 << 20  # bytes of each stream kept with capture=True
 _DRAIN_GRACE = 5.0  # seconds to wait for the output pipes to close once the job has ended
@@ -65,6 +67,7 @@ SYSTEM_PYTHON = "/usr/bin/python3"  # readable by the sandbox uid, unlike a venv
 
 EXIT_TIMEOUT = 124
 EXIT_OOM = 137
+EXIT_FSIZE = 128 + signal.SIGXFSZ  # a write past RLIMIT_FSIZE (the disk cap): 153
 
 
 class SandboxUnavailable(LandbotError):
@@ -97,6 +100,7 @@ class SandboxResult:
     stderr_dropped: int = 0
     cpu_periods: int | None = None  # CFS periods the job ran in (None: no CPU controller)
     cpu_throttled: int | None = None  # periods in which the quota stopped it
+    disk_mb: int | None = None  # the disk cap (RLIMIT_FSIZE) the job ran under, if any
 
     @property
     def exit_code(self) -> int:
@@ -123,6 +127,11 @@ class SandboxResult:
             return (
                 f"a process of the job was killed by the memory cap of {self.memory_mb} MB; "
                 "the command itself exited 0"
+            )
+        if self.disk_mb and self.returncode == EXIT_FSIZE:
+            return (
+                f"the command was stopped writing a file past the disk cap of {self.disk_mb} "
+                f"MB (SIGXFSZ, exit {EXIT_FSIZE}); pass a larger --disk if it needs more"
             )
         return None
 
@@ -543,6 +552,7 @@ def run_sandboxed(
     cpus: float | None = DEFAULT_CPUS,
     tmp_mb: int | None = DEFAULT_TMP_MB,
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
+    fsize_mb: int | None = None,
 ) -> SandboxResult:
     """Run `argv` in the sandbox with `workdir` as its writable work tree.
 
@@ -552,7 +562,9 @@ def run_sandboxed(
     defaults to /dev/null (None inherits it). `hidden`: host paths that must not be visible
     inside (refused if they would be). `etc`: extra /etc entries to show. `cpus`: CPU cap
     in cores (None: none); `tmp_mb`: size of the private /tmp and HOME each (None: tmpfs
-    default). Raises LandbotError when the host cannot sandbox or a path cannot be bound;
+    default). `fsize_mb`: RLIMIT_FSIZE, the largest file the job may write (the disk cap of
+    a work tree on its own file system, disk.py; None: unlimited). Raises LandbotError
+    when the host cannot sandbox or a path cannot be bound;
     otherwise returns how the job ended.
     """
     if not argv:
@@ -563,6 +575,8 @@ def run_sandboxed(
         raise LandbotError("the CPU and /tmp caps must be positive (None for no cap)")
     if output_limit <= 0:
         raise LandbotError("output_limit must be positive")
+    if fsize_mb is not None and fsize_mb <= 0:
+        raise LandbotError("the file size cap must be positive (None for no cap)")
     tools = host_tools()
     etc_plan = plan_etc(etc, uid, gid)
     real = prepare_workdir(workdir, uid, gid) if chown else Path(os.path.realpath(workdir))
@@ -608,7 +622,9 @@ def run_sandboxed(
         nice = nice_argv(tools.nice) if cgroup.cpu_dir is None and tools.nice else []
         full = launcher_argv(
             cgroup.procs_files,
-            rlimits_for(timeout, memory_mb, cpus if cpus is not None else os.cpu_count() or 1),
+            rlimits_for(
+                timeout, memory_mb, cpus if cpus is not None else os.cpu_count() or 1, fsize_mb
+            ),
             [
                 *nice,
                 *setpriv_argv(tools.setpriv, uid, gid),
@@ -702,6 +718,7 @@ def run_sandboxed(
         stderr_dropped=tails["stderr"].dropped if "stderr" in tails else 0,
         cpu_periods=cpu.get("nr_periods") if with_cpu else None,
         cpu_throttled=cpu.get("nr_throttled") if with_cpu else None,
+        disk_mb=fsize_mb,
     )
 
 

@@ -36,7 +36,7 @@ class SandboxOptions:
     gid: int = 65534
     read_only: tuple[Path, ...] = ()
     etc: tuple[str, ...] = ()
-    cpus: float = 2.0
+    cpus: float | None = None  # None: half the host's cores (limits.cpu_cap)
     tmp_mb: int = 1024
     disk_mb: int = 10240
     hidden: tuple[Path, ...] = ()  # not a setting: host_secrets of the loaded settings

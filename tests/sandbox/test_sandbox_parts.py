@@ -25,7 +25,7 @@ from landbot.sandbox.cgroups import (
 )
 from landbot.sandbox.cli import RunArgs, parse_fast
 from landbot.sandbox.env import EnvRefused, is_secret_name, is_settings_name, sandbox_environment
-from landbot.sandbox.limits import launcher_argv, rlimits_for, setpriv_argv
+from landbot.sandbox.limits import cpu_cap, launcher_argv, rlimits_for, setpriv_argv
 from landbot.sandbox.runner import (
     EXIT_OOM,
     EXIT_TIMEOUT,
@@ -200,6 +200,17 @@ def test_rlimits_back_up_the_cgroup_without_preempting_it() -> None:
     lim = rlimits_for(timeout=600, memory_mb=2048, cpus=2)
     assert lim.data_kib == 2 * 2048 * 1024  # above the cgroup cap: the cgroup acts first
     assert lim.cpu_seconds == 1210
+    assert lim.fsize_blocks is None  # no disk cap: any file size
+    # The disk cap, in the 512-byte blocks of dash's `ulimit -f`.
+    assert rlimits_for(600, 2048, 2, fsize_mb=16).fsize_blocks == 16 * 2048
+
+
+def test_the_cpu_cap_leaves_the_host_half_its_cores() -> None:
+    assert cpu_cap(None, cores=2) == 1.0  # a 2-core host keeps a core
+    assert cpu_cap(None, cores=1) == 0.5
+    assert cpu_cap(None, cores=8) == 4.0
+    assert cpu_cap(3.0, cores=2) == 3.0  # the operator's setting wins
+    assert SandboxSettings().cpus is None
 
 
 def test_the_launcher_joins_cgroups_then_drops_privileges() -> None:
@@ -216,6 +227,7 @@ def test_the_launcher_joins_cgroups_then_drops_privileges() -> None:
         "--",
         str(200 * 1024),
         "20",
+        "unlimited",
         "/usr/bin/setpriv",
         "--reuid=65534",
         "--regid=65534",
@@ -422,7 +434,10 @@ def test_sandbox_defaults_match_the_settings_model() -> None:
     assert sandbox_settings.DEFAULT_CONFIG_FILE == DEFAULT_CONFIG_FILE
     assert Settings.model_fields["database_url"].default == sandbox_settings.DEFAULT_DATABASE_URL
     assert FixerSettings().state_dir == sandbox_settings.DEFAULT_STATE_DIR
-    assert (d.cpus, d.tmp_mb) == (runner.DEFAULT_CPUS, runner.DEFAULT_TMP_MB)
+    assert (cpu_cap(d.cpus), d.tmp_mb) == (runner.DEFAULT_CPUS, runner.DEFAULT_TMP_MB)
+    from landbot.sandbox.disk import DEFAULT_DISK_MB
+
+    assert d.disk_mb == DEFAULT_DISK_MB
 
 
 @pytest.mark.parametrize(
