@@ -308,3 +308,25 @@ def test_a_checkout_with_a_linked_layout_is_refused_before_the_job(
     (checkout / ".git" / "commondir").write_text("elsewhere\n")
     done = landbot(root, "--workdir", str(checkout), command=agent(root, WRITE_FIXED))
     assert done.returncode == 2 and ".git/commondir is not part of a plain clone" in done.stderr
+
+
+def test_the_checkout_runs_under_a_disk_cap(root: Path, checkout: Path) -> None:
+    """Issue 29: a job under `fixer run` (what the Actions backend runs on a runner) wrote
+    2 GiB to the host; with `--disk` its checkout is on a file system of that size."""
+    head = git(checkout, "rev-parse", "HEAD")
+    control = agent(
+        root,
+        "head -c 4194304 /dev/zero > data.bin\n"
+        "echo 'ANSWER = 42' > app.py\ngit commit -qam 'Set the answer'\n" + WRITE_FIXED,
+    )
+    done = landbot(root, "--workdir", str(checkout), "--disk", "16", command=control)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[0].startswith("landbot fixer run: disk capped at 16 MB")
+    assert (checkout / "data.bin").stat().st_size == 4 << 20  # copied back, with the commit
+    assert git(checkout, "log", "-1", "--format=%P %s") == f"{head} Set the answer"
+
+    hostile = agent(root, "head -c 67108864 /dev/zero > big.bin\n" + WRITE_FIXED)
+    done = landbot(root, "--workdir", str(checkout), "--disk", "16", command=hostile)
+    assert done.returncode == 1  # the agent died on ENOSPC: no verdict
+    assert "No space left on device" in done.stderr
+    assert (checkout / "big.bin").stat().st_size < 16 << 20  # not 64 MB on the host
