@@ -109,10 +109,16 @@ def serve(
     host: Annotated[
         str | None, typer.Option(help="Address to listen on (default: [web] host, 127.0.0.1).")
     ] = None,
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
+    port: Annotated[
+        int | None, typer.Option(help="Port to listen on (default: [web] port, 8080).")
+    ] = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Webhook receiver, worker and dashboard in one process."""
+    """Webhook receiver, worker and dashboard in one process.
+
+    The dashboard and /metrics need the dashboard token (made at the first start, in
+    [fixer] state_dir/web-token); on a terminal, serve prints the address to open with it.
+    """
     import threading
 
     import uvicorn
@@ -120,20 +126,26 @@ def serve(
     from landbot.config import load_settings
     from landbot.pipeline.wiring import make_github, make_worker, open_store
     from landbot.ready import check_ready
+    from landbot.web import access
     from landbot.web.app import create_app
 
     settings = load_settings(config)
     level = _start_logs(settings)
     check_ready(settings, webhook=True)  # every setting it would fail on later, now
     host = host or settings.web.host
+    port = port if port is not None else settings.web.port
+    token = access.load_or_make(settings)
+    token_from = access.where(settings)
+    from landbot import logs
+
+    logs.add_secrets([token])  # an access log line of GET /?token= shows it masked
+    settings = access.with_token(settings, token)
     gh = make_github(settings)  # fail now, in one line, when the credentials are missing
     store = open_store(settings)
     work = make_worker(settings, store, gh=gh)
     stop = threading.Event()
     thread = threading.Thread(target=work.run, args=(stop,), name="landbot-worker", daemon=True)
     thread.start()
-    from landbot import logs
-
     logs.event(
         logging.getLogger("landbot.serve"),
         "serving",
@@ -142,6 +154,18 @@ def serve(
         database=logs.safe_url(settings.database_url),
         repos=settings.repos or "every repository the App is installed on",
     )
+    if token is not None:
+        # The log gets the token's first characters only: it may end in a journal others
+        # read. A person at a terminal gets the whole address (as Jupyter prints it).
+        logs.event(
+            logging.getLogger("landbot.serve"),
+            "dashboard needs its token; landbot status prints the address with it",
+            url=access.open_url(host, port, None),
+            token=access.shown(token),
+            token_from=token_from,
+        )
+        if sys.stderr.isatty():
+            typer.echo(f"landbot: dashboard: {access.open_url(host, port, token)}", err=True)
     from landbot.web.board import exposure_warning
 
     warning = exposure_warning(host, settings)
@@ -280,11 +304,13 @@ def status(
     """Drops, jobs and outcomes, newest first.
 
     When more drops match than --limit shows, one line on stderr says so. The table fits
-    the terminal (COLUMNS): the summary is cut, never the repository.
+    the terminal (COLUMNS): the summary is cut, never the repository. Without --json, a
+    line on stderr gives the dashboard's address with its token.
     """
     from landbot.config import load_settings
     from landbot.pipeline.wiring import dumps, open_store, parse_since, status_rows
     from landbot.ready import check_store
+    from landbot.web import access
 
     after = parse_since(since) if since is not None else None
     settings = load_settings(config)
@@ -307,8 +333,9 @@ def status(
             err=True,
         )
     if json_:
-        typer.echo(dumps(rows))
+        typer.echo(dumps(rows))  # for tools, whose output often ends in a log: no token
         return
+    typer.echo(f"landbot: {access.status_line(settings)}", err=True)
     import shutil
 
     if not rows:

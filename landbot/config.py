@@ -443,11 +443,31 @@ class WebSettings(_Section):
         "127.0.0.1",
         description="address serve listens on; loopback keeps the dashboard to this host",
     )
+    port: int = Field(8080, ge=1, le=65535, description="port serve listens on")
+    auth: Literal["token", "loopback"] = Field(
+        "token",
+        description="who may read GET / and /metrics: token (every client sends the token) "
+        "or loopback (no token: direct loopback clients only; unsafe behind a proxy on "
+        "this host)",
+    )
     token: SecretStr | None = Field(
         None,
-        description="required for GET / and /metrics when set (Bearer or ?token=);"
-        " unset: loopback clients only",
+        description="the dashboard token (Bearer or ?token=); unset: the one serve generates "
+        "in [fixer] state_dir/web-token",
     )
+
+    @field_validator("token")
+    @classmethod
+    def _token(cls, v: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        # Blank is unset (the generated token), never "off": that is auth = "loopback".
+        if v is None or not v.get_secret_value().strip():
+            return None
+        if info.data.get("auth") == "loopback":
+            raise ValueError(
+                'a token is set but [web] auth is "loopback", which serves without one; '
+                'remove the token, or set auth = "token"'
+            )
+        return v
 
 
 class Settings(BaseSettings):

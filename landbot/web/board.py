@@ -2,9 +2,11 @@
 per PR, its drops folded in), the recent outcomes and the flakiest tests; filters by
 repository and outcome as query parameters, so they work without JavaScript.
 
-Served only to the operator: with no `[web] token`, only a client on this host's loopback
-(and not through a proxy) may read `/` and `/metrics`; with a token, every client must send
-it (`Authorization: Bearer` or `?token=`), compared in constant time.
+Served only to the operator: every client must send the dashboard token (`Authorization:
+Bearer` or `?token=`, compared in constant time; landbot.web.access says where it comes
+from), loopback or not, since a proxy on this host makes every client a loopback one. With
+`[web] auth = "loopback"` there is no token, and only a client on this host's loopback (and
+not through a proxy that says so) may read `/` and `/metrics`.
 
 Every value that came from GitHub or from a job log (names, titles, reasons, summaries,
 test ids) is untrusted text: it goes through `html.escape`, and the page is served with a
@@ -40,6 +42,7 @@ from landbot.store.views import (
     repositories,
 )
 from landbot.triage.flaky import FlakyPolicy
+from landbot.web import access
 
 CSP: Final = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; base-uri 'none'; "
@@ -63,9 +66,9 @@ SUMMARY_CHARS: Final = 160
 FORWARDING: Final = ("forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip")
 STATE_LABEL: Final[Mapping[State, str]] = {s: s.replace("_", " ") for s in STATES}
 
-_HOW_TO_TOKEN: Final = (
-    "set LANDBOT_WEB__TOKEN ([web] token) and send it as 'Authorization: Bearer TOKEN' "
-    "or '?token=TOKEN'"
+_SEND_TOKEN: Final = (
+    "open the address with ?token= that landbot serve prints at start-up (landbot status "
+    "prints it too), or send the token as 'Authorization: Bearer TOKEN'"
 )
 
 
@@ -102,23 +105,24 @@ def token_matches(supplied: str | None, token: str) -> bool:
 
 
 def refusal(request: Request, settings: Settings) -> Response | None:
-    """None when the operator may read the page; otherwise the one-line refusal."""
-    secret = settings.web.token
-    token = secret.get_secret_value() if secret is not None else ""
-    if not token:
+    """None when the operator may read the page; otherwise the one-line refusal. The token
+    is `settings.web.token` (serve puts the generated one there): with none loaded under
+    `auth = "token"`, nothing matches and every request is refused."""
+    if settings.web.auth == "loopback":
         if _direct_loopback(request):
             return None
         return PlainTextResponse(
-            f"{request.url.path} answers only clients on this host's loopback when no token "
-            f"is set; {_HOW_TO_TOKEN}\n",
+            f"{request.url.path} answers only clients on this host's loopback, as [web] auth "
+            'is "loopback"; to read it from elsewhere remove that setting (the default, '
+            '"token", asks every client for the dashboard token)\n',
             status_code=403,
             headers=HEADERS,
         )
-    if token_matches(supplied_token(request), token):
+    token = access.configured(settings)
+    if token is not None and token_matches(supplied_token(request), token):
         return None
     return PlainTextResponse(
-        f"{request.url.path} needs the dashboard token: send [web] token (LANDBOT_WEB__TOKEN) "
-        "as 'Authorization: Bearer TOKEN' or '?token=TOKEN'\n",
+        f"{request.url.path} needs the dashboard token: {_SEND_TOKEN}\n",
         status_code=401,
         headers={**HEADERS, "WWW-Authenticate": 'Bearer realm="landbot"'},
     )
@@ -139,12 +143,19 @@ def operator_only(settings: Settings, endpoint: Endpoint) -> Endpoint:
 
 
 def exposure_warning(host: str, settings: Settings) -> str | None:
-    """What `landbot serve` says when it listens beyond loopback without a token."""
-    if loopback_host(host) or settings.web.token is not None:
+    """What `landbot serve` says at start-up when the dashboard needs no token."""
+    if settings.web.auth != "loopback":
         return None
+    if loopback_host(host):
+        return (
+            '[web] auth is "loopback": the dashboard and /metrics need no token, so a reverse '
+            "proxy on this host that adds no X-Forwarded-For (nginx's plain proxy_pass) "
+            "serves them to everyone it serves; remove that setting to require the token"
+        )
     return (
         f"listening on {host}: /webhook is reachable from the network, but the dashboard "
-        f"and /metrics answer only loopback clients until a token is set; {_HOW_TO_TOKEN}"
+        'and /metrics answer only loopback clients, as [web] auth is "loopback"; remove '
+        "that setting to read them from elsewhere with the token"
     )
 
 

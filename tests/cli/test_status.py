@@ -241,3 +241,35 @@ def test_repo_is_checked_against_the_watched_repositories(busy: str) -> None:
 def test_no_drops_of_a_repository(busy: str) -> None:
     done = table(busy, "--repo", "o/none")  # nothing watched: every repository is
     assert done.returncode == 0 and done.stdout == "no drops of o/none recorded yet\n"
+
+
+# --- the dashboard's address ------------------------------------------------------------
+
+
+def test_status_prints_the_dashboard_address_with_its_token(busy: str, tmp_path: Path) -> None:
+    from landbot.config import Settings
+    from landbot.web import access
+
+    state = tmp_path / "state"
+    at = {"LANDBOT_FIXER__STATE_DIR": str(state), "LANDBOT_WEB__PORT": "9123"}
+    before = table(busy, **at)
+    assert before.returncode == 0, before.stderr
+    assert "landbot: dashboard: no token yet; landbot serve makes it" in before.stderr
+    assert str(state / "web-token") in before.stderr and not state.exists()  # nothing made
+    token = access.load_or_make(Settings(fixer={"state_dir": state}))  # serve's first start
+    assert token is not None
+    after = table(busy, **at)
+    assert f"landbot: dashboard: http://127.0.0.1:9123/?token={token}\n" in after.stderr
+    assert token not in after.stdout and "summary 2" in after.stdout  # the table is unchanged
+    # --json is for tools, whose output ends in logs: neither the token nor the line.
+    tools = table(busy, "--json", **at)
+    assert token not in tools.stdout + tools.stderr and "dashboard" not in tools.stderr
+    # Switched off: the address, and why it has no token.
+    off = table(busy, LANDBOT_WEB__AUTH="loopback", **at)
+    assert 'dashboard: http://127.0.0.1:9123/ (no token: [web] auth is "loopback")' in off.stderr
+    assert token not in off.stderr
+    # A file others could read: said, and the drops still shown.
+    (state / "web-token").chmod(0o644)
+    loose = table(busy, **at)
+    assert loose.returncode == 0 and "summary 2" in loose.stdout
+    assert "readable or writable by others" in loose.stderr and token not in loose.stderr

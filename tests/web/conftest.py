@@ -74,9 +74,21 @@ def headers_for(
     }
 
 
-def make_settings(secret: str | None = SECRET, repos: list[str] | None = None) -> Settings:
+# The dashboard token of the web tests' apps, and the header the operator sends it in.
+DASHBOARD_TOKEN = "dashboard-token-of-the-web-tests"
+OPERATOR = {"Authorization": f"Bearer {DASHBOARD_TOKEN}"}
+
+
+def make_settings(
+    secret: str | None = SECRET,
+    repos: list[str] | None = None,
+    *,
+    token: str | None = DASHBOARD_TOKEN,
+    auth: str = "token",
+) -> Settings:
     github: dict[str, Any] = {"webhook_secret": secret}
-    return Settings(github=github, repos=repos or [])
+    web = {"auth": auth, "token": token}
+    return Settings(github=github, repos=repos or [], web=web)  # type: ignore[arg-type]
 
 
 def stored(store: Store) -> list[Any]:
@@ -145,9 +157,9 @@ def client_for(store: Store) -> Callable[..., TestClient]:
     """A TestClient for an app built with the given settings (and the test's store)."""
 
     def build(settings: Settings | None = None, **kw: Any) -> TestClient:
-        # A loopback peer: without a token, the dashboard and /metrics answer no other.
+        # The operator: a loopback peer that sends the dashboard token.
         app = create_app(settings or make_settings(), store, **kw)
-        return TestClient(app, client=("127.0.0.1", 50000))
+        return TestClient(app, client=("127.0.0.1", 50000), headers=OPERATOR)
 
     return build
 
@@ -190,5 +202,5 @@ def server(store: Store) -> Iterator[tuple[str, int]]:
 @pytest.fixture
 def http(server: tuple[str, int]) -> Iterator[httpx.Client]:
     host, port = server
-    with httpx.Client(base_url=f"http://{host}:{port}", timeout=30) as c:
+    with httpx.Client(base_url=f"http://{host}:{port}", timeout=30, headers=OPERATOR) as c:
         yield c

@@ -17,7 +17,7 @@ import pytest
 import sqlalchemy as sa
 from starlette.testclient import TestClient
 
-from landbot.config import Settings, WebSettings, load_settings
+from landbot.config import Settings, load_settings
 from landbot.land import decide
 from landbot.store import Store, StoredDrop, utcnow
 from landbot.store.tables import drops
@@ -25,7 +25,7 @@ from landbot.store.views import MERGED_WHY, fold, pull_rows
 from landbot.web import board
 from landbot.web.app import create_app
 
-from .conftest import make_settings
+from .conftest import DASHBOARD_TOKEN, OPERATOR, make_settings
 
 LOOPBACK = ("127.0.0.1", 50000)
 REMOTE = ("203.0.113.9", 50000)  # TEST-NET-3: never a real peer
@@ -106,10 +106,10 @@ def seed(store: Store, now: dt.datetime) -> None:
     )  # fmt: skip
 
 
-def settings(token: str | None = None, api_url: str | None = None, **kw: Any) -> Settings:
-    s = make_settings(**kw)
-    if token is not None:
-        s.web = WebSettings(token=token)  # type: ignore[arg-type]  # pydantic makes it secret
+def settings(
+    token: str | None = DASHBOARD_TOKEN, api_url: str | None = None, **kw: Any
+) -> Settings:
+    s = make_settings(token=token, **kw)
     if api_url is not None:
         s.github.api_url = api_url
     return s
@@ -117,8 +117,14 @@ def settings(token: str | None = None, api_url: str | None = None, **kw: Any) ->
 
 @pytest.fixture
 def page_for(store: Store) -> Callable[..., TestClient]:
-    def build(s: Settings | None = None, client: tuple[str, int] = LOOPBACK) -> TestClient:
-        return TestClient(create_app(s or settings(), store), client=client)
+    """A client of an app over the test's store; by default the operator (a loopback peer
+    sending the token), `operator=False` a reader who sends none."""
+
+    def build(
+        s: Settings | None = None, client: tuple[str, int] = LOOPBACK, operator: bool = True
+    ) -> TestClient:
+        headers = OPERATOR if operator else None
+        return TestClient(create_app(s or settings(), store), client=client, headers=headers)
 
     return build
 
@@ -415,7 +421,8 @@ def test_a_watched_repository_with_no_drop_has_its_section(
 def test_the_store_down_is_a_503(tmp_path: Path) -> None:
     from .test_pages import broken_store
 
-    r = TestClient(create_app(settings(), broken_store(tmp_path)), client=LOOPBACK).get("/")
+    app = create_app(settings(), broken_store(tmp_path))
+    r = TestClient(app, client=LOOPBACK, headers=OPERATOR).get("/")
     assert r.status_code == 503 and "store is not answering" in r.text
 
 
@@ -423,24 +430,56 @@ def test_the_store_down_is_a_503(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", ["/", "/metrics"])
-def test_without_a_token_only_loopback_may_read(
+def test_by_default_every_reader_sends_the_token_loopback_too(
     path: str, page_for: Callable[..., TestClient]
 ) -> None:
-    assert page_for(client=LOOPBACK).get(path).status_code == 200  # the control
-    r = page_for(client=REMOTE).get(path)
+    # The control: the operator, with the token, from loopback, elsewhere or via a proxy.
+    assert page_for(client=LOOPBACK).get(path).status_code == 200
+    assert page_for(client=REMOTE).get(path).status_code == 200
+    proxied = page_for().get(path, headers={"X-Forwarded-For": "198.51.100.7"})
+    assert proxied.status_code == 200
+    # Without it, loopback is no pass: a proxy on this host makes every reader loopback.
+    for peer in (LOOPBACK, ("::1", 1), REMOTE):
+        refused = page_for(client=peer, operator=False).get(path)
+        assert refused.status_code == 401, peer
+        assert refused.text.count("\n") == 1 and "needs the dashboard token" in refused.text
+        assert DASHBOARD_TOKEN not in refused.text
+
+
+@pytest.mark.parametrize("path", ["/", "/metrics"])
+def test_with_no_token_loaded_nothing_is_served(
+    path: str, page_for: Callable[..., TestClient]
+) -> None:
+    # An app built without a token (serve always loads one) fails closed, not open.
+    bare = page_for(settings(token=None), client=LOOPBACK, operator=False)
+    for headers in ({}, {"Authorization": "Bearer "}, {"Authorization": "Bearer None"}):
+        assert bare.get(path, headers=headers).status_code == 401
+    assert bare.get(path, params={"token": ""}).status_code == 401
+    assert page_for(settings(), client=LOOPBACK).get(path).status_code == 200  # the control
+
+
+@pytest.mark.parametrize("path", ["/", "/metrics"])
+def test_auth_loopback_switches_the_token_off_for_loopback_only(
+    path: str, page_for: Callable[..., TestClient]
+) -> None:
+    off = settings(token=None, auth="loopback")
+    assert page_for(off, client=LOOPBACK, operator=False).get(path).status_code == 200
+    assert page_for(off, client=("::1", 1), operator=False).get(path).status_code == 200
+    r = page_for(off, client=REMOTE, operator=False).get(path)
     assert r.status_code == 403
-    assert r.text.count("\n") == 1 and "set LANDBOT_WEB__TOKEN ([web] token)" in r.text
-    # Through a proxy on this host, the peer is loopback but the reader is not.
-    via_proxy = page_for(client=LOOPBACK).get(path, headers={"X-Forwarded-For": "198.51.100.7"})
+    assert r.text.count("\n") == 1 and '[web] auth is "loopback"' in r.text
+    # Through a proxy that says so, the peer is loopback but the reader is not.
+    via_proxy = page_for(off, client=LOOPBACK, operator=False).get(
+        path, headers={"X-Forwarded-For": "198.51.100.7"}
+    )
     assert via_proxy.status_code == 403
-    assert page_for(client=("::1", 1)).get(path).status_code == 200
 
 
 @pytest.mark.parametrize("path", ["/", "/metrics"])
 def test_with_a_token_every_reader_must_send_it(
     path: str, page_for: Callable[..., TestClient]
 ) -> None:
-    client = page_for(settings(token="s3cret-token"), client=REMOTE)
+    client = page_for(settings(token="s3cret-token"), client=REMOTE, operator=False)
     assert client.get(path, headers={"Authorization": "Bearer s3cret-token"}).status_code == 200
     assert client.get(path, params={"token": "s3cret-token"}).status_code == 200
     for refused in (
@@ -453,12 +492,12 @@ def test_with_a_token_every_reader_must_send_it(
         assert refused.headers["www-authenticate"].startswith("Bearer")
         assert "s3cret" not in refused.text and refused.text.count("\n") == 1
     # A token set applies to loopback too: behind a local proxy every reader is loopback.
-    local = page_for(settings(token="s3cret-token"), client=LOOPBACK)
+    local = page_for(settings(token="s3cret-token"), client=LOOPBACK, operator=False)
     assert local.get(path).status_code == 401
 
 
 def test_the_webhook_and_health_stay_public(page_for: Callable[..., TestClient]) -> None:
-    remote = page_for(client=REMOTE)
+    remote = page_for(client=REMOTE, operator=False)
     assert remote.get("/healthz").status_code == 200
     assert remote.post("/webhook", content=b"{}").status_code == 401  # unsigned, not 403
 
@@ -480,35 +519,70 @@ def test_a_token_given_in_the_address_stays_on_the_filter_links(
     page_for: Callable[..., TestClient], store: Store
 ) -> None:
     seed(store, utcnow())
-    page = page_for(settings(token="t0k"), client=REMOTE).get("/", params={"token": "t0k"}).text
+    remote = page_for(settings(token="t0k"), client=REMOTE, operator=False)
+    page = remote.get("/", params={"token": "t0k"}).text
     links = re.findall(r"<nav.*?</nav>", page, re.S)[0]
     hrefs = re.findall(r'href="([^"]+)"', links)
     assert hrefs and all("token=t0k" in h for h in hrefs)
     # Sent as a header, it appears nowhere in the page.
-    header = page_for(settings(token="t0k"), client=REMOTE).get(
-        "/", headers={"Authorization": "Bearer t0k"}
-    )
+    header = remote.get("/", headers={"Authorization": "Bearer t0k"})
     assert "t0k" not in header.text
 
 
-def test_serve_warns_when_it_listens_beyond_loopback_without_a_token() -> None:
-    assert board.exposure_warning("127.0.0.1", settings()) is None
-    assert board.exposure_warning("localhost", settings()) is None
-    assert board.exposure_warning("0.0.0.0", settings(token="t")) is None
-    warning = board.exposure_warning("0.0.0.0", settings())
-    assert warning is not None and "LANDBOT_WEB__TOKEN" in warning
+def test_serve_warns_whenever_the_dashboard_needs_no_token() -> None:
+    # The token (the default) needs no warning, wherever serve listens.
+    for host in ("127.0.0.1", "localhost", "0.0.0.0"):
+        assert board.exposure_warning(host, settings()) is None
+        assert board.exposure_warning(host, settings(token=None)) is None
+    off = settings(token=None, auth="loopback")
+    beyond = board.exposure_warning("0.0.0.0", off)
+    assert beyond is not None and "answer only loopback clients" in beyond
+    local = board.exposure_warning("127.0.0.1", off)
+    assert local is not None and "proxy_pass" in local and "to everyone it serves" in local
 
 
 def test_web_settings_load_from_the_environment(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.chdir(tmp_path)  # no config/landbot.toml here
-    assert (load_settings().web.host, load_settings().web.token) == ("127.0.0.1", None)
+    s = load_settings()
+    assert (s.web.host, s.web.port, s.web.auth, s.web.token) == ("127.0.0.1", 8080, "token", None)
     monkeypatch.setenv("LANDBOT_WEB__HOST", "0.0.0.0")
+    monkeypatch.setenv("LANDBOT_WEB__PORT", "9090")
     monkeypatch.setenv("LANDBOT_WEB__TOKEN", "from-env")
     s = load_settings()
-    assert s.web.host == "0.0.0.0" and s.web.token is not None
+    assert (s.web.host, s.web.port) == ("0.0.0.0", 9090) and s.web.token is not None
     assert s.web.token.get_secret_value() == "from-env" and "from-env" not in repr(s)
+    # Blank is unset (the generated token), not "off": off is said with auth = "loopback".
+    monkeypatch.setenv("LANDBOT_WEB__TOKEN", " ")
+    assert load_settings().web.token is None and load_settings().web.auth == "token"
+    monkeypatch.delenv("LANDBOT_WEB__TOKEN")
+    monkeypatch.setenv("LANDBOT_WEB__AUTH", "loopback")
+    assert load_settings().web.auth == "loopback"
+
+
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ({"LANDBOT_WEB__AUTH": "none"}, "LANDBOT_WEB__AUTH in the environment is invalid"),
+        (
+            {"LANDBOT_WEB__AUTH": "loopback", "LANDBOT_WEB__TOKEN": "t0ken-and-off"},
+            'a token is set but [web] auth is "loopback"',
+        ),
+    ],
+)
+def test_web_auth_refuses_what_it_cannot_mean(
+    env: dict[str, str], says: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from landbot.errors import LandbotError
+
+    monkeypatch.chdir(tmp_path)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(LandbotError) as caught:
+        load_settings()
+    assert says in str(caught.value) and "\n" not in str(caught.value)
+    assert "t0ken-and-off" not in str(caught.value)
 
 
 def test_the_page_counts_no_rows_twice_across_repositories(store: Store) -> None:
@@ -521,7 +595,7 @@ def test_the_page_counts_no_rows_twice_across_repositories(store: Store) -> None
         assert conn.execute(sa.select(sa.func.count()).select_from(drops)).scalar() == 2
 
 
-def test_serve_listens_on_the_web_host_and_warns_beyond_loopback(
+def test_serve_listens_where_told_and_serves_the_dashboard_with_its_token(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
     store: Store,
@@ -543,32 +617,75 @@ def test_serve_listens_on_the_web_host_and_warns_beyond_loopback(
         def alive(self) -> bool:
             return True
 
-    bound: list[str] = []
-    monkeypatch.chdir(tmp_path)  # no config/landbot.toml here
-    # Everything but the choice of address is someone else's test: no GitHub, no server.
+    bound: list[dict[str, Any]] = []
+    monkeypatch.chdir(tmp_path)  # no config/landbot.toml here; the state folder: .landbot
+    # Everything but the address and the token is someone else's test: no GitHub, no server.
     monkeypatch.setattr(cli, "_start_logs", lambda settings: logging.INFO)
     monkeypatch.setattr(ready_module, "check_ready", lambda settings, **kw: None)
     monkeypatch.setattr(wiring, "make_github", lambda settings: None)
     monkeypatch.setattr(wiring, "open_store", lambda settings: store)
     monkeypatch.setattr(wiring, "make_worker", lambda settings, store, **kw: Worker())
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: bound.append(kw["host"]))
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: bound.append({"app": app, **kw}))
 
-    def serve(*args: str) -> None:
+    def serve(*args: str) -> TestClient:
         caplog.clear()
         result = CliRunner().invoke(cli.app, ["serve", *args])
         assert result.exit_code == 0, result.output
+        # Not a terminal: the whole token is printed nowhere.
+        token_file = tmp_path / ".landbot" / "web-token"
+        assert token_file.read_text().strip() not in result.output + caplog.text
+        return TestClient(bound[-1]["app"], client=LOOPBACK)
 
-    with caplog.at_level(logging.WARNING, logger="landbot.serve"):
-        serve()
-        assert bound[-1] == "127.0.0.1" and "LANDBOT_WEB__TOKEN" not in caplog.text
+    def said(level: int = logging.INFO) -> list[tuple[str, dict[str, Any]]]:
+        """serve's own lines at `level` or above: (message, fields)."""
+        return [
+            (r.getMessage(), getattr(r, "landbot_fields", {}))
+            for r in caplog.records
+            if r.name == "landbot.serve" and r.levelno >= level
+        ]
+
+    def dashboard_line() -> dict[str, Any]:
+        [fields] = [f for message, f in said() if message.startswith("dashboard")]
+        return fields
+
+    token_file = tmp_path / ".landbot" / "web-token"
+    with caplog.at_level(logging.INFO, logger="landbot.serve"):
+        app = serve()
+        assert (bound[-1]["host"], bound[-1]["port"]) == ("127.0.0.1", 8080)
+        token = token_file.read_text().strip()
+        assert len(token) >= 40 and oct(token_file.stat().st_mode & 0o777) == "0o600"
+        # The app serve runs asks for that token, from loopback too.
+        assert app.get("/").status_code == 401
+        assert app.get("/", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        assert app.get("/metrics", params={"token": token}).status_code == 200
+        # The log shows where it is and its first characters only; no warning.
+        assert dashboard_line() == {
+            "url": "http://127.0.0.1:8080/",
+            "token": f"{token[:4]}…",
+            "token_from": str(Path.cwd() / ".landbot" / "web-token"),
+        }
+        assert said(logging.WARNING) == []
         monkeypatch.setenv("LANDBOT_WEB__HOST", "0.0.0.0")
-        serve()
-        assert bound[-1] == "0.0.0.0" and "set LANDBOT_WEB__TOKEN" in caplog.text
-        serve("--host", "127.0.0.1")  # the option wins over the setting
-        assert bound[-1] == "127.0.0.1" and "LANDBOT_WEB__TOKEN" not in caplog.text
-        monkeypatch.setenv("LANDBOT_WEB__TOKEN", "t")
-        serve()
-        assert bound[-1] == "0.0.0.0" and "LANDBOT_WEB__TOKEN" not in caplog.text
+        monkeypatch.setenv("LANDBOT_WEB__PORT", "9091")
+        app = serve()
+        assert (bound[-1]["host"], bound[-1]["port"]) == ("0.0.0.0", 9091)
+        assert token_file.read_text().strip() == token  # reused, not made again
+        assert app.get("/", params={"token": token}).status_code == 200
+        assert said(logging.WARNING) == []  # beyond loopback, but the token guards it
+        serve("--host", "127.0.0.1", "--port", "9092")  # the options win over the settings
+        assert (bound[-1]["host"], bound[-1]["port"]) == ("127.0.0.1", 9092)
+        monkeypatch.setenv("LANDBOT_WEB__TOKEN", "the-operator-s-own-token")
+        app = serve()
+        assert app.get("/", params={"token": token}).status_code == 401  # the setting wins
+        assert app.get("/", params={"token": "the-operator-s-own-token"}).status_code == 200
+        assert dashboard_line()["token_from"] == "[web] token"
+        monkeypatch.delenv("LANDBOT_WEB__TOKEN")
+        monkeypatch.setenv("LANDBOT_WEB__AUTH", "loopback")
+        app = serve()
+        assert app.get("/").status_code == 200  # switched off: a loopback peer is enough
+        [(warning, _)] = said(logging.WARNING)
+        assert "answer only loopback clients" in warning
+        assert not [m for m, _ in said() if m.startswith("dashboard")]
 
 
 def test_the_page_reads_the_same_on_postgresql(postgres_databases: Any) -> None:
@@ -578,12 +695,13 @@ def test_the_page_reads_the_same_on_postgresql(postgres_databases: Any) -> None:
     on_pg = Store.open(postgres_databases.create())
     try:
         seed(on_pg, now)
-        page = TestClient(create_app(settings(), on_pg), client=LOOPBACK).get("/").text
+        page = TestClient(create_app(settings(), on_pg), client=LOOPBACK, headers=OPERATOR)
+        page = page.get("/").text
         assert len(rows_of(page)) == 7
         assert row(page, f"{WIDGETS}#101")[1:3] == ["handed back", "2"]
         assert row(page, f"{WIDGETS}#105")[1] == "merged"
         assert row(page, f"{WIDGETS}#103")[1] == "handling fixer queued"
-        handed = TestClient(create_app(settings(), on_pg), client=LOOPBACK).get(
+        handed = TestClient(create_app(settings(), on_pg), client=LOOPBACK, headers=OPERATOR).get(
             "/", params={"outcome": "handed_back", "repo": WIDGETS.upper()}
         )
         assert rows_of(handed.text) == [f"{WIDGETS}#101"]

@@ -20,9 +20,10 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from landbot.store import Store, utcnow
+from landbot.web import access
 from landbot.web.app import create_app
 
-from .conftest import live_server
+from .conftest import DASHBOARD_TOKEN, live_server
 from .test_board import GADGETS, WIDGETS, add, seed, settings
 
 CHROMIUM = os.environ.get("LANDBOT_CHROMIUM", "/usr/bin/chromium")
@@ -95,7 +96,8 @@ def test_the_dashboard_in_a_browser(browser_page: Page, store: Store) -> None:
         host,
         port,
     ):
-        page.goto(f"http://{host}:{port}/")
+        # The address `landbot serve` prints: the dashboard's, with its token.
+        page.goto(access.open_url(host, port, DASHBOARD_TOKEN))
         expect(page).to_have_title("landbot")
         everything = shown(page)
         assert len(everything) == 8 and f"{WIDGETS}#102" in everything
@@ -109,7 +111,7 @@ def test_the_dashboard_in_a_browser(browser_page: Page, store: Store) -> None:
 
         # Choose an outcome: the requeued PR (the control) goes, the handed-back ones stay.
         page.locator("nav .filter-outcome a", has_text="handed back").click()
-        page.wait_for_url("**/?outcome=handed_back")
+        page.wait_for_url(f"**/?outcome=handed_back&token={DASHBOARD_TOKEN}")
         handed_back = shown(page)
         assert f"{WIDGETS}#102" not in handed_back
         assert sorted(handed_back) == sorted([f"{WIDGETS}#101", f"{GADGETS}#9"])
@@ -118,14 +120,16 @@ def test_the_dashboard_in_a_browser(browser_page: Page, store: Store) -> None:
 
         # Then a repository: the outcome chosen stays on the link.
         page.locator("nav .filter-repo a", has_text=GADGETS).click()
-        page.wait_for_url("**/?repo=octo-org%2Fgadgets&outcome=handed_back")
+        page.wait_for_url(
+            f"**/?repo=octo-org%2Fgadgets&outcome=handed_back&token={DASHBOARD_TOKEN}"
+        )
         assert shown(page) == [f"{GADGETS}#9"]
         assert page.locator("section.repo").count() == 1
         page.screenshot(path=str(out / "dashboard-gadgets-handed-back.png"), full_page=True)
 
         # Back to all outcomes of that repository.
         page.locator("nav .filter-outcome a", has_text="all").click()
-        page.wait_for_url("**/?repo=octo-org%2Fgadgets")
+        page.wait_for_url(f"**/?repo=octo-org%2Fgadgets&token={DASHBOARD_TOKEN}")
         assert sorted(shown(page)) == sorted(f"{GADGETS}#{n}" for n in (7, 8, 9))
 
     assert problems == [], problems  # no CSP violation, no script error

@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 from landbot.store import Store
 from landbot.web.app import create_app
 
-from .conftest import make_settings, payload_bytes
+from .conftest import OPERATOR, make_settings, payload_bytes
 
 BODY = payload_bytes("pull_request.dequeued.json")
 
@@ -116,7 +116,7 @@ def test_dashboard_with_no_drops_says_so(client: TestClient) -> None:
 
 def test_dashboard_when_the_store_is_down(tmp_path: Path) -> None:
     app = create_app(make_settings(), broken_store(tmp_path))
-    r = TestClient(app, client=("127.0.0.1", 50000)).get("/")
+    r = TestClient(app, client=("127.0.0.1", 50000), headers=OPERATOR).get("/")
     assert r.status_code == 503 and "store is not answering" in r.text
 
 
@@ -136,7 +136,8 @@ def test_dashboard_links_to_the_pull_request_where_it_can(
     )
     settings = make_settings()
     settings.github.api_url = api_url
-    page = TestClient(create_app(settings, store), client=("127.0.0.1", 50000)).get("/").text
+    client = TestClient(create_app(settings, store), client=("127.0.0.1", 50000), headers=OPERATOR)
+    page = client.get("/").text
     if link:
         assert f'<a href="{link}">#5</a>' in page
     else:

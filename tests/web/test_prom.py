@@ -35,7 +35,16 @@ from landbot.web import prom
 from landbot.web.app import create_app
 from landbot.web.prom import DeliveryCounters, ProcessMetrics, StoreFigures
 
-from .conftest import Upload, call, compact, headers_for, make_settings, payload, payload_bytes
+from .conftest import (
+    OPERATOR,
+    Upload,
+    call,
+    compact,
+    headers_for,
+    make_settings,
+    payload,
+    payload_bytes,
+)
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", UserWarning)
@@ -74,7 +83,7 @@ def families(text: str) -> dict[str, str]:
 
 
 def client_for(store: Store, **kw: Any) -> TestClient:
-    return TestClient(create_app(make_settings(**kw), store), client=LOOPBACK)
+    return TestClient(create_app(make_settings(**kw), store), client=LOOPBACK, headers=OPERATOR)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
