@@ -391,7 +391,10 @@ class SandboxSettings(_Section):
     )
     tmp_mb: int = Field(1024, ge=1, description="size of the job's private /tmp and HOME, MB each")
     disk_mb: int = Field(
-        10240, ge=0, description="size cap of a job's work tree filesystem, MB (0: no cap)"
+        10240,
+        ge=0,
+        description="size cap of a job's work tree filesystem, MB (0: no cap); the default "
+        "--disk of sandbox run and fixer run",
     )
 
 
