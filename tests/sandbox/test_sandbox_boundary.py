@@ -546,6 +546,10 @@ def test_the_job_dies_with_its_supervisor(box: Any, h: Any) -> None:
             str(box.work),
             "--timeout",
             "60",
+            # Uncapped, so the host sees the heartbeat live (a capped run's writes reach
+            # the folder when it ends); the cap's own runs are in test_disk_cap.py.
+            "--disk",
+            "0",
             "--",
             "sh",
             "-c",
