@@ -103,7 +103,10 @@ class Sync:
         if write:
             assert dst_fd is not None
             for name, st in dst.items():
-                if name not in src and rel + name not in self.skip:
+                # A FIFO, socket or device of DST was never copied: not a deletion.
+                plain = stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)
+                plain = plain or stat.S_ISLNK(st.st_mode)
+                if name not in src and rel + name not in self.skip and plain:
                     _remove(dst_fd, name, st)
         for name in sorted(src):
             st = src[name]
