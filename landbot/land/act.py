@@ -14,14 +14,18 @@ enqueue (Requeue)         re-read the PR: merged, closed, head moved or in the q
                           AddedToMergeQueueEvent after the drop's removal means it applied
                           (its group failed fast), and the budget is one; only "no enqueue
                           since the drop" sends it once more (decide.enqueue_after_unknown)
-status comment, create    `upsert_marked_comment` again: it lists the bot's comments and
-                          finds the one with `<!-- landbot:status -->`: edited, not doubled
+status comment, create    claimed in the store first (`comment_posts`, one per PR) and its
+                          id kept there once made, so any later writer edits it; without an
+                          id, `upsert_marked_comment` lists the bot's comments and finds the
+                          one with `<!-- landbot:status -->`: edited, not doubled
 status comment, edit      sent again: an edit of landbot's own comment is idempotent
-hand-back comment         the comments listed for `<!-- landbot:handback -->` plus this
-                          drop's tag `<!-- landbot:drop N -->`: found, it is the one; not
-                          found, created once more
-fix announcement          the same, with `<!-- landbot:fix -->` (AnnounceFix: a new comment
-                          per push, since an edit notifies no one)
+hand-back comment         claimed in the store per drop (whatever plan, stage or process
+                          posts it): kept as made, it is never posted again; claimed before
+                          without an id, the comments listed for `<!-- landbot:handback -->`
+                          plus this drop's tag `<!-- landbot:drop N -->`: found, it is the
+                          one; not found, created once more
+fix announcement          the same, with `<!-- landbot:fix -->`, per drop and pushed commit
+                          (AnnounceFix: a new comment per push, since an edit notifies no one)
 minimize older hand-back  sent again once (twice is harmless); cosmetic, so a refusal is
                           logged and does not fail the drop
 reaction (commands)       the client repeats it (`repeatable`): GitHub answers with the
@@ -36,6 +40,9 @@ auto-merge (publish.py)   re-read the PR: armed at the pushed head, it applied; 
 check runs, fixing label  land/checks.py: the `landbot` check run (found by its external_id)
                           and the label; a refusal is logged and does not fail the drop
 
+The store leases one job of a pull request at a time (Store.lease_job), so two writers
+of one PR's comments never run at once; the claims above cover a writer that was killed.
+
 A second unknown answer, or a verification that cannot be read, leaves the action
 "started" and the job is retried later (the worker treats MutationOutcomeUnknown as
 transient), so the next attempt verifies again. A drop fails only when GitHub refused a
@@ -45,6 +52,8 @@ mutation (MutationFailed), and its summary names it ("the enqueue failed: ...").
 from __future__ import annotations
 
 import logging
+import os
+import socket
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -106,6 +115,9 @@ class Actor:
         # Progress notes go to the log at debug: the events below say the same, as fields.
         self.progress = progress or (lambda msg: log.debug("%s", msg))
         self.failpoint = failpoint or (lambda name: None)
+        # Names this process's comment claims (a claim found under another owner was an
+        # earlier attempt's, maybe killed after its POST).
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
 
     def act(
         self,
@@ -155,7 +167,6 @@ class Actor:
                 fix_comment_url=self._announced(drop, fixer),
             )
             c = self._status(drop, body)
-            self.store.save_comment(drop.repo, drop.pr, "status", c.id, c.node_id)
             result = {"comment": c.id}
             logs.event(
                 log, "status comment written", topic=action.topic, comment_id=c.id, url=c.html_url
@@ -262,8 +273,16 @@ class Actor:
         """Edit (or create) the status comment; an unanswered attempt is sent once more:
         an edit is idempotent, and a create that applied is found by its marker."""
         known = self.store.comment_id(drop.repo, drop.pr, "status")
+        key = status_key(drop.repo, drop.pr)
+        if known is None:
+            # Claimed before the POST; "new" or "posting", the upsert lists the bot's
+            # comments by marker before it creates one, so a create that applied is edited.
+            claim = self.store.claim_post(
+                key, repo=drop.repo, pr=drop.pr, marker=STATUS_MARKER, owner=self.owner
+            )
+            known = claim.comment_id if claim.claimed == "posted" else None
         try:
-            return _again_once(
+            c = _again_once(
                 drop,
                 "status comment",
                 lambda: self.gh.upsert_marked_comment(
@@ -272,6 +291,15 @@ class Actor:
             )
         except GitHubError as exc:  # a second unanswered attempt passes through as it is
             raise refused("status comment", exc) from exc
+        # Kept as soon as it is made: every later writer, of any job, edits this one.
+        with self.store.tx():
+            self.store.save_comment(drop.repo, drop.pr, "status", c.id, c.node_id)
+            if known != c.id:
+                self.store.claim_post(
+                    key, repo=drop.repo, pr=drop.pr, marker=STATUS_MARKER, owner=self.owner
+                )
+                self.store.posted(key, c.id, c.node_id, c.html_url)
+        return c
 
     def _hand_back(
         self,
@@ -295,7 +323,10 @@ class Actor:
         )
         body = text + tag + "\n"
         previous = self.store.comment_ref(drop.repo, drop.pr, "handback")
-        comment = self._new_comment(drop, HANDBACK_MARKER, tag, body, resumed=resumed)
+        # One hand-back per drop, whichever plan, stage or process posts it.
+        comment = self._new_comment(
+            drop, HANDBACK_MARKER, tag, body, resumed=resumed, key=f"handback:{drop.id}"
+        )
         self.progress(f"handed {drop.repo}#{drop.pr} back to @{pr.author}")
         logs.event(
             log,
@@ -319,7 +350,9 @@ class Actor:
         """A new comment for the push of a fix (it notifies; the status is only edited)."""
         tag = f"<!-- landbot:drop {drop.id} -->"
         body = render_fix_pushed(drop, pr, evidence, fixer) + tag + "\n"
-        comment = self._new_comment(drop, FIX_MARKER, tag, body, resumed=resumed)
+        comment = self._new_comment(
+            drop, FIX_MARKER, tag, body, resumed=resumed, key=f"fix:{drop.id}:{fixer.pushed_sha}"
+        )
         self.progress(f"announced the fix pushed to {drop.repo}#{drop.pr}")
         logs.event(
             log,
@@ -341,18 +374,51 @@ class Actor:
         return None
 
     def _new_comment(
-        self, drop: Drop, marker: str, tag: str, body: str, *, resumed: bool
+        self, drop: Drop, marker: str, tag: str, body: str, *, resumed: bool, key: str
     ) -> Comment:
         what = "fix announcement" if marker == FIX_MARKER else "hand-back comment"
-        return self.post_once(drop.repo, drop.pr, marker, tag, body, resumed=resumed, what=what)
+        return self.post_once(
+            drop.repo,
+            drop.pr,
+            marker,
+            tag,
+            body,
+            resumed=resumed,
+            what=what,
+            key=key,
+            drop_id=drop.id,
+        )
 
     def post_once(
-        self, repo: str, number: int, marker: str, tag: str, body: str, *, resumed: bool, what: str
+        self,
+        repo: str,
+        number: int,
+        marker: str,
+        tag: str,
+        body: str,
+        *,
+        resumed: bool,
+        what: str,
+        key: str | None = None,
+        drop_id: int | None = None,
     ) -> Comment:
         """Post a new comment once: a resumed action, or one whose answer never came, looks
         for its marker and its tag (a drop's, a command's) first, and creates it once more
-        only if absent. `what` names it in a refusal ("hand-back comment")."""
-        comment = self._find_comment(repo, number, marker, tag) if resumed else None
+        only if absent. `what` names it in a refusal ("hand-back comment").
+
+        With `key`, the comment is claimed in the store before its POST and its id kept
+        once made: a comment kept there is never posted again, and one claimed before
+        without an id is looked for first, whatever ledger key or process comes to it."""
+        look = resumed
+        if key is not None:
+            claim = self.store.claim_post(
+                key, repo=repo, pr=number, marker=marker, owner=self.owner, drop_id=drop_id
+            )
+            if claim.claimed == "posted" and claim.comment_id is not None:
+                logs.event(log, "comment already posted", comment_id=claim.comment_id, key=key)
+                return Comment(claim.comment_id, claim.node_id or "", body, None, None, claim.url)
+            look = look or claim.claimed == "posting"
+        comment = self._find_comment(repo, number, marker, tag) if look else None
         if comment is None:
             try:
                 comment = self._create_comment(repo, number, body, what)
@@ -361,6 +427,8 @@ class Actor:
                 comment = self._find_comment(repo, number, marker, tag) or self._create_comment(
                     repo, number, body, what
                 )
+        if key is not None:
+            self.store.posted(key, comment.id, comment.node_id, comment.html_url)
         return comment
 
     def _find_comment(self, repo: str, number: int, marker: str, tag: str) -> Comment | None:
@@ -404,6 +472,11 @@ class Actor:
             )
         else:
             logs.event(log, "older hand-back minimized", node_id=node_id)
+
+
+def status_key(repo: str, pr: int) -> str:
+    """The store's key of a pull request's status comment (one per PR)."""
+    return f"status:{repo.lower()}#{pr}"
 
 
 def _again_once(drop: Drop, what: str, send: Callable[[], T]) -> T:

@@ -96,8 +96,11 @@ class Lander:
             # a drop at this head must be told from a push that is not landbot's.
             self.store.record_push(drop.repo, drop.pr, fixer.pushed_sha)
         pr: PrSnapshot | None
-        if plan is not None and (fixer is None) == (plan.get("fixer") is None):
-            # The same stage was decided before (a worker died while acting): finish it.
+        if plan is not None and (fixer is None or plan.get("fixer") is not None):
+            # The same stage was decided before (a worker died while acting): finish it. A
+            # drop job run again after its fix job decided (a worker killed before it closed
+            # the drop job) finishes the later stage too: deciding the drop anew would spend
+            # and post what that stage has done already.
             decision, evidence, fixer = plan_from(plan)
             pr = None
             self.progress(f"resuming the saved plan for {drop.repo}#{drop.pr}")

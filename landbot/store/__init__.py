@@ -9,6 +9,7 @@ from landbot.store.records import (
     StoredDrop,
     StoredGroup,
     StoredJob,
+    StoredPost,
     StoredRepoFile,
 )
 from landbot.store.store import Lease, Store, utcnow
@@ -23,6 +24,7 @@ __all__ = [
     "StoredDrop",
     "StoredGroup",
     "StoredJob",
+    "StoredPost",
     "StoredRepoFile",
     "utcnow",
 ]

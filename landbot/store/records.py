@@ -77,6 +77,8 @@ class StoredJob:
     error: str | None
     created_at: dt.datetime
     updated_at: dt.datetime
+    repo: str | None = None  # 0009: the pull request the job acts on (lower-cased)
+    pr: int | None = None
 
 
 @dataclass(frozen=True)
@@ -218,3 +220,28 @@ class StoredDispatch:
 
 
 ACTIVE_DISPATCH_STATES = ("claimed", "sending", "sent", "running")
+
+
+@dataclass(frozen=True)
+class StoredPost:
+    """A row of `comment_posts`: a comment landbot makes once, claimed before its POST.
+
+    `state` is "posting" (the POST may have gone out; no id kept yet) or "posted".
+    `claimed` (not a column) says what the claim found: "new" (nothing before: this caller
+    posts), "posting" (an earlier claim whose answer never came: look for the comment
+    first) or "posted" (it exists: edit it, never post it again)."""
+
+    id: int
+    key: str
+    repo: str
+    pr: int
+    marker: str
+    drop_id: int | None
+    state: str
+    owner: str | None
+    comment_id: int | None
+    node_id: str | None
+    url: str | None
+    claimed_at: dt.datetime
+    updated_at: dt.datetime
+    claimed: str = "posted"

@@ -27,11 +27,13 @@ from landbot.store.records import (
     StoredDrop,
     StoredGroup,
     StoredJob,
+    StoredPost,
     StoredRepoFile,
 )
 from landbot.store.tables import (
     actions,
     budgets,
+    comment_posts,
     comments,
     deliveries,
     drops,
@@ -151,6 +153,12 @@ class Store:
         )
         # A push webhook and a read may create a repository's file row at once.
         self._insert_repo_file = insert(repo_files).on_conflict_do_nothing(index_elements=["repo"])
+        # Two writers may claim one comment at once: one row, the loser reads it.
+        self._insert_post = (
+            insert(comment_posts)
+            .on_conflict_do_nothing(index_elements=["key"])
+            .returning(comment_posts.c.id)
+        )
 
     @classmethod
     def open(cls, url: str, *, migrate: bool = True) -> Store:
@@ -230,7 +238,10 @@ class Store:
         drop_id: int | None = None,
         not_before: dt.datetime | None = None,
     ) -> int | None:
-        """Queue a job; None when a job with this dedupe key exists already."""
+        """Queue a job; None when a job with this dedupe key exists already.
+
+        The job's pull request (one job of a PR is leased at a time) is its drop's, or the
+        payload's `repo` and `pr` (a command, a check-run settlement)."""
         now = utcnow()
         with self.tx() as conn:
             if dedupe_key is not None:
@@ -239,12 +250,15 @@ class Store:
                 ).first()
                 if found:
                     return None
+            repo, pr = self._job_pr(conn, payload, drop_id)
             res = conn.execute(
                 jobs.insert().values(
                     kind=kind,
                     payload=dict(payload),
                     dedupe_key=dedupe_key,
                     drop_id=drop_id,
+                    repo=repo,
+                    pr=pr,
                     not_before=not_before,
                     status="queued",
                     created_at=now,
@@ -254,6 +268,24 @@ class Store:
             pk = res.inserted_primary_key
             assert pk is not None
             return int(pk[0])
+
+    @staticmethod
+    def _job_pr(
+        conn: sa.Connection, payload: Mapping[str, Any], drop_id: int | None
+    ) -> tuple[str | None, int | None]:
+        """The pull request a job acts on: its drop's, else its payload's; (None, None)
+        for a job of no pull request."""
+        repo: Any = payload.get("repo")
+        pr: Any = payload.get("pr")
+        if drop_id is not None:
+            row = conn.execute(
+                sa.select(drops.c.repo, drops.c.pr).where(drops.c.id == drop_id)
+            ).first()
+            if row is not None:
+                repo, pr = row.repo, row.pr
+        if isinstance(repo, str) and isinstance(pr, int) and not isinstance(pr, bool):
+            return repo.lower(), pr  # GitHub's names are case-insensitive
+        return None, None
 
     def lease_job(
         self,
@@ -266,7 +298,9 @@ class Store:
     ) -> Lease[dict[str, Any]] | None:
         """Lease the oldest runnable job (of `drop_ids` only, when given: a poll's own
         work). `cap=(kind, n)`: no job of `kind` is handed out while n of them are leased by
-        any worker (the fixer's concurrency)."""
+        any worker (the fixer's concurrency). No job of a pull request is handed out while
+        another job of it is leased and unexpired: the next waits until the first finished
+        its actions (or its worker died and the lease ran out)."""
         row = self._lease(jobs, owner, ttl, kinds=kinds, cap=cap, drop_ids=drop_ids)
         if row is None:
             return None
@@ -815,6 +849,74 @@ class Store:
                     )
                 )
 
+    # --- comments landbot makes once ---------------------------------------------------
+
+    def claim_post(
+        self,
+        key: str,
+        *,
+        repo: str,
+        pr: int,
+        marker: str,
+        owner: str,
+        drop_id: int | None = None,
+    ) -> StoredPost:
+        """Claim making comment `key` before its POST. The record's `claimed` says what was
+        there: "new" (post it), "posting" (an earlier claim's POST may have applied: look
+        for it by its marker and tag first) or "posted" (it exists: never post it again)."""
+        now = utcnow()
+        t = comment_posts
+        with self.tx() as conn:
+            # A row comes back only when it was inserted (rowcount is -1 with RETURNING).
+            made = (
+                conn.execute(
+                    self._insert_post.values(
+                        key=key,
+                        repo=repo,
+                        pr=pr,
+                        marker=marker,
+                        drop_id=drop_id,
+                        state="posting",
+                        owner=owner,
+                        claimed_at=now,
+                        updated_at=now,
+                    )
+                ).first()
+                is not None
+            )
+            row = conn.execute(sa.select(t).where(t.c.key == key).with_for_update()).one()
+            if made:
+                claimed = "new"
+            elif row.state == "posted" and row.comment_id is not None:
+                claimed = "posted"
+            else:
+                claimed = "posting"
+                conn.execute(t.update().where(t.c.id == row.id).values(owner=owner, updated_at=now))
+        return StoredPost(**_fields(row), claimed=claimed)
+
+    def posted(
+        self, key: str, comment_id: int, node_id: str | None, url: str | None = None
+    ) -> None:
+        """Comment `key` is made (or found): its id is kept, so every later writer edits it."""
+        t = comment_posts
+        with self.tx() as conn:
+            conn.execute(
+                t.update()
+                .where(t.c.key == key)
+                .values(
+                    state="posted",
+                    comment_id=comment_id,
+                    node_id=node_id,
+                    url=url,
+                    updated_at=utcnow(),
+                )
+            )
+
+    def post(self, key: str) -> StoredPost | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(comment_posts).where(comment_posts.c.key == key)).first()
+        return StoredPost(**_fields(row)) if row is not None else None
+
     # --- budgets ---------------------------------------------------------------------
 
     def budget(
@@ -1311,14 +1413,28 @@ class Store:
             cond.append(table.c.drop_id.in_(drop_ids))
         if "not_before" in table.c:
             cond.append(sa.or_(table.c.not_before.is_(None), table.c.not_before <= now))
+        if table is jobs:
+            # One job of a pull request in flight at a time: a second job of it (the fix job
+            # a drop job queued, a command) would race the first's comments and mutations.
+            other = jobs.alias("other")
+            busy = sa.exists().where(
+                other.c.repo == jobs.c.repo,
+                other.c.pr == jobs.c.pr,
+                other.c.id != jobs.c.id,
+                other.c.status == "leased",
+                other.c.lease_expires_at >= now,
+            )
+            cond.append(sa.or_(jobs.c.pr.is_(None), jobs.c.repo.is_(None), ~busy))
         pick = sa.select(table.c.id).where(*cond).order_by(table.c.id).limit(1)
         with self.tx() as conn:
+            if table is jobs and conn.dialect.name == "postgresql":
+                # The cap and the one-job-per-PR rule are read in the same write transaction
+                # as the lease, so two workers cannot both take the last slot or two jobs of
+                # one PR. SQLite's BEGIN IMMEDIATE serializes them; PostgreSQL's READ
+                # COMMITTED needs a lock to do the same (each statement then sees the
+                # leases committed before it).
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(4242)"))
             if cap is not None:
-                # Counted in the same write transaction as the lease, so two workers cannot
-                # both take the last slot (SQLite's BEGIN IMMEDIATE serializes them; on
-                # PostgreSQL, READ COMMITTED needs a lock to do the same).
-                if conn.dialect.name == "postgresql":
-                    conn.execute(sa.text("SELECT pg_advisory_xact_lock(4242)"))
                 running = conn.execute(
                     sa.select(sa.func.count())
                     .select_from(table)

@@ -126,7 +126,12 @@ jobs = sa.Table(
     sa.Column("error", sa.Text),
     sa.Column("created_at", TS, nullable=False),
     sa.Column("updated_at", TS, nullable=False),
+    # 0009: the pull request the job acts on (repo lower-cased; None: no pull request). The
+    # lease hands out no job of a PR while another job of it is leased and unexpired.
+    sa.Column("repo", Str(200)),
+    sa.Column("pr", sa.Integer),
     sa.Index("ix_jobs_status", "status", "kind"),
+    sa.Index("ix_jobs_pr", "repo", "pr", "status"),
 )
 
 # The bot's own marked comments, so a sticky comment is edited rather than duplicated.
@@ -287,4 +292,29 @@ fix_dispatches = sa.Table(
     sa.Column("updated_at", TS, nullable=False),
     sa.Index("ix_fix_dispatches_state", "state", "repo", "installation"),
     sa.Index("ix_fix_dispatches_run", "run_id"),
+)
+
+
+# Revision 0009: each comment landbot makes once, claimed before its POST: the status
+# comment of a PR (`key` status:<repo>#<pr>), the hand-back of a drop (handback:<drop>), a
+# fix announcement (fix:<drop>:<commit>). "posting": the POST may have gone out (its answer
+# unknown until the id is kept); "posted": `comment_id` is the comment. A later writer edits
+# a posted one, and looks for a claimed one by its marker and tag before posting again.
+comment_posts = sa.Table(
+    "comment_posts",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("key", Str(300), nullable=False, unique=True),
+    sa.Column("repo", Str(200), nullable=False),
+    sa.Column("pr", sa.Integer, nullable=False),
+    sa.Column("marker", Str(100), nullable=False),
+    sa.Column("drop_id", sa.Integer),
+    sa.Column("state", Str(20), nullable=False),
+    sa.Column("owner", Str(200)),
+    sa.Column("comment_id", sa.BigInteger),
+    sa.Column("node_id", Str(100)),
+    sa.Column("url", sa.Text),
+    sa.Column("claimed_at", TS, nullable=False),
+    sa.Column("updated_at", TS, nullable=False),
+    sa.Index("ix_comment_posts_repo_pr", "repo", "pr"),
 )

@@ -19,6 +19,8 @@ import sqlalchemy as sa
 from landbot.core import keys
 from landbot.core.model import Outcome, Source, TriageClass
 from landbot.core.reasons import REASONS
+from landbot.land.act import status_key
+from landbot.land.comments import FIX_MARKER, HANDBACK_MARKER, STATUS_MARKER
 from landbot.land.model import AnnounceFix, Cap, HandBack, Requeue, RunFixer, Status
 from landbot.store import Store
 from landbot.store.store import CHECK_NAME_CHARS, TEST_ID_CHARS
@@ -150,6 +152,15 @@ LONGEST: dict[tuple[str, str], str] = {
     ("fix_dispatches", "installation"): str(2**63 - 1),
     ("fix_dispatches", "workflow"): "w" * 100 + ".yaml",
     ("fix_dispatches", "state"): "claimed",
+    # store.add_job: the job's pull request (its drop's, or a command's payload)
+    ("jobs", "repo"): REPO,
+    # land/act.py: the comments claimed before their POST (status, hand-back, fix)
+    ("comment_posts", "key"): longest([status_key(REPO, PR), f"handback:{PR}", f"fix:{PR}:{SHA}"]),
+    ("comment_posts", "repo"): REPO,
+    ("comment_posts", "marker"): longest([STATUS_MARKER, HANDBACK_MARKER, FIX_MARKER]),
+    ("comment_posts", "state"): longest(["posting", "posted"]),
+    ("comment_posts", "owner"): WORKER,
+    ("comment_posts", "node_id"): NODE_ID,
 }
 
 
@@ -270,6 +281,10 @@ def test_the_longest_values_are_stored_and_read_back(store: Store) -> None:
         workflow=v[("fix_dispatches", "workflow")], key=v[("fix_dispatches", "key")], cap=1,
     )  # fmt: skip
     assert claimed.state == v[("fix_dispatches", "state")]
+    post = {"repo": REPO, "pr": PR, "marker": v[("comment_posts", "marker")], "owner": WORKER}
+    assert store.claim_post(v[("comment_posts", "key")], **post).claimed == "new"
+    assert store.claim_post(f"handback:{PR}", **post, drop_id=drop_id).claimed == "new"
+    store.posted(f"handback:{PR}", COMMENT_ID, NODE_ID, FREE)
 
     for (table, column), value in sorted(LONGEST.items()):
         # Leases end and statuses move on: those were checked when written, above.

@@ -1,0 +1,146 @@
+"""One job of a pull request in flight at a time (issue 29, point 6), on SQLite and
+PostgreSQL: the lease hands out no job of a PR while another job of it is leased and
+unexpired; a killed worker's expired lease frees the PR; jobs of other PRs, and jobs of no
+PR, go on meanwhile. Proved under concurrency: several threads, each with its own
+connection, lease and finish at once, and no two jobs of one PR are ever held together."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import threading
+import time
+
+from landbot.store import Store
+
+TTL = dt.timedelta(seconds=60)
+SHA = "a" * 40
+
+
+def drop(store: Store, pr: int, repo: str = "o/r") -> int:
+    drop_id, _ = store.add_drop(
+        repo=repo,
+        pr=pr,
+        head_sha=SHA,
+        reason="failed_checks",
+        source="webhook",
+        dedupe_key=f"k{repo}{pr}",
+    )
+    return drop_id
+
+
+def test_a_second_job_of_a_pr_waits_for_the_first(store: Store) -> None:
+    d = drop(store, 7)
+    first = store.add_job("drop", {"drop_id": d}, drop_id=d)
+    fix = store.add_job("fix", {"drop_id": d}, drop_id=d)
+    # A command of the same PR, spelled in another case (GitHub's names are not).
+    command = store.add_job("command", {"repo": "O/R", "pr": 7})
+    other = store.add_job("command", {"repo": "o/r", "pr": 8})
+    leased = store.lease_job("w1", TTL)
+    assert leased is not None and leased.id == first
+    # The fix job and the command of PR 7 wait; PR 8's command goes on.
+    nxt = store.lease_job("w2", TTL)
+    assert nxt is not None and nxt.id == other
+    assert store.lease_job("w3", TTL) is None
+    # The control: once the first finished its actions, the next job of PR 7 is handed out.
+    assert store.finish_job(first, "w1")
+    after = store.lease_job("w3", TTL)
+    assert after is not None and after.id == fix
+    assert store.lease_job("w4", TTL) is None  # the command still waits for the fix job
+    assert store.finish_job(fix, "w3")
+    last = store.lease_job("w4", TTL)
+    assert last is not None and last.id == command
+
+
+def test_a_job_of_no_pull_request_is_never_held_back(store: Store) -> None:
+    d = drop(store, 7)
+    store.add_job("drop", {"drop_id": d}, drop_id=d)
+    assert store.lease_job("w1", TTL) is not None
+    settings = store.add_job("repo_file", {"repo": "o/r", "path": ".github/landbot.toml"})
+    again = store.lease_job("w2", TTL)
+    assert again is not None and again.id == settings
+    assert again.payload["repo"] == "o/r"
+
+
+def test_a_killed_workers_expired_lease_frees_the_pr(store: Store) -> None:
+    d = drop(store, 7)
+    first = store.add_job("drop", {"drop_id": d}, drop_id=d)
+    fix = store.add_job("fix", {"drop_id": d}, drop_id=d)
+    dead = store.lease_job("dead", dt.timedelta(seconds=0.3), kinds=("drop",))
+    assert dead is not None and dead.id == first
+    # Held: the fix job waits while the lease lives (the control of the expiry below).
+    assert store.lease_job("w2", TTL, kinds=("fix",)) is None
+    time.sleep(0.5)  # the worker was SIGKILLed: it never renews, its lease runs out
+    taken = store.lease_job("w2", TTL, kinds=("fix",))
+    assert taken is not None and taken.id == fix
+    # The dead worker's job is free again too, but not while the fix job is held.
+    assert store.lease_job("w3", TTL) is None
+    assert store.finish_job(fix, "w2")
+    retaken = store.lease_job("w3", TTL)
+    assert retaken is not None and (retaken.id, retaken.attempts) == (first, 2)
+
+
+def test_a_renewed_lease_keeps_the_pr(store: Store) -> None:
+    d = drop(store, 7)
+    store.add_job("drop", {"drop_id": d}, drop_id=d)
+    store.add_job("fix", {"drop_id": d}, drop_id=d)
+    short = dt.timedelta(seconds=0.4)
+    held = store.lease_job("w1", short)
+    assert held is not None
+    for _ in range(3):  # the worker's heartbeat, past the first lease's end
+        time.sleep(0.2)
+        assert store.renew_lease("jobs", held.id, "w1", short)
+        assert store.lease_job("w2", TTL) is None
+
+
+def test_concurrent_workers_never_hold_two_jobs_of_one_pr(store: Store) -> None:
+    prs, per_pr, workers = 6, 5, 6
+    for pr in range(1, prs + 1):
+        d = drop(store, pr)
+        for i in range(per_pr):
+            kind = "drop" if i == 0 else ("fix" if i % 2 else "command")
+            if kind == "command":
+                store.add_job(kind, {"repo": "o/r", "pr": pr, "i": i})
+            else:
+                store.add_job(kind, {"drop_id": d, "i": i, "of": pr}, drop_id=d)
+    lock = threading.Lock()
+    in_flight: set[int] = set()
+    overlaps: list[int] = []
+    done: list[int] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(workers)
+
+    def work(name: str) -> None:
+        rng = random.Random(name)
+        try:
+            start.wait(10)
+            idle = 0
+            while idle < 40:
+                lease = store.lease_job(name, TTL)
+                if lease is None:
+                    idle += 1
+                    time.sleep(0.01)
+                    continue
+                idle = 0
+                pr = int(lease.payload.get("pr", lease.payload.get("of", 0)))
+                with lock:
+                    if pr in in_flight:
+                        overlaps.append(pr)
+                    in_flight.add(pr)
+                time.sleep(rng.uniform(0.002, 0.02))  # the job's actions
+                with lock:
+                    in_flight.discard(pr)  # before the finish commits: then the next may go
+                assert store.finish_job(lease.id, name)
+                with lock:
+                    done.append(lease.id)
+        except BaseException as exc:  # reported below, not lost in the thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(f"w{i}",)) for i in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    assert overlaps == []
+    assert sorted(done) == sorted(set(done)) and len(done) == prs * per_pr
