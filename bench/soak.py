@@ -305,6 +305,13 @@ def soak_github(root: Path) -> Any:
 
     class SoakGitHub(FakeGitHub):
         attempts: list[Attempt]
+        # (PR, commit) a push took out of the queue: the head had moved when GitHub removed it.
+        pushed_out: set[tuple[int, str]]
+
+        def _pr_head_changed(self, pr: Any, new: str, pusher: str | None) -> None:
+            if self._entry(pr) is not None:
+                self.pushed_out.add((pr.number, pr.head_sha))
+            super()._pr_head_changed(pr, new, pusher)
 
         def _record(self, op: str, pr: Any, target: str | None, body: str = "") -> Attempt:
             removals = [e for e in pr.timeline if e.typename == "RemovedFromMergeQueueEvent"]
@@ -381,6 +388,7 @@ def soak_github(root: Path) -> Any:
 
     gh = SoakGitHub(root, webhook_secret=SECRET)
     gh.attempts = []
+    gh.pushed_out = set()
     return gh
 
 
@@ -459,6 +467,70 @@ class Report:
     invariants: dict[str, int] = field(default_factory=dict)
     examples: dict[str, list[str]] = field(default_factory=dict)
     figures: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Removal:
+    """One removal in a PR's timeline, with what the soak did around it."""
+
+    pr: int
+    head: str | None  # the commit GitHub removed (the timeline's beforeCommit)
+    reason: str  # normalized
+    kind: str
+    withheld: bool  # its dequeue webhook was never delivered
+    moved_before_a_poll: bool  # a person pushed or closed at once (before any poll ran)
+    pushed_out: bool  # a push removed it: the head had already moved on when GitHub did
+
+
+def not_owed(r: Removal) -> str | None:
+    """Why landbot owed no drop for `r` (None: it owed one, at r.head with r.reason).
+
+    A delivered dequeue webhook is always a drop at the commit removed, whatever came next
+    (for a push while queued too: the drop is recorded there and decided "ignored"). With
+    the webhook withheld only a sweep can find the removal, and a sweep records a removal
+    only when the timeline ties it to the PR's current head (README, "A drop is the commit
+    GitHub removed"; landbot/intake/poll.py); a push to a queued PR "is recognised from the
+    timeline and nothing is done for the head nobody queued". So a withheld removal is owed
+    nothing when the head it removed was gone before a sweep could look: the push that
+    removed it (`pushed_out`), or a person's push or close right after (`moved_before_a_poll`).
+    And a withheld removal because the PR merged is owed nothing: the policy for `merged`
+    is nothing (README, "The policy per drop reason"), and a sweep reads open pull requests
+    only (landbot/github/queries/queue_removals.graphql), so no door could see it (why the
+    `merged` kind's webhook is never withheld; a flaky PR whose group was rebuilt and merged
+    has only this removal).
+    """
+    if not r.withheld:
+        return None
+    if r.reason == "merged":
+        return "merged, webhook withheld: nothing to do for a merged PR, and no sweep sees it"
+    if r.pushed_out:
+        return "pushed while queued, webhook withheld: the removed head was gone at once"
+    if r.moved_before_a_poll:
+        return "webhook withheld, then pushed or closed before a poll: the head was gone"
+    return None
+
+
+def tally_removals(
+    removals: list[Removal], have: Counter[tuple[int, str | None, str]]
+) -> tuple[list[Removal], list[tuple[Removal, str]]]:
+    """(removals lost, removals no drop was owed for): each removal owed a drop must have
+    one at (PR, commit removed, reason); `have` counts the drops per such key."""
+    left = Counter(have)
+    lost: list[Removal] = []
+    spared: list[tuple[Removal, str]] = []
+    # Owed removals take the drops first: a drop landbot made anyway for a removal it owed
+    # nothing for cannot stand in for one it owed.
+    for r in sorted(removals, key=lambda r: not_owed(r) is not None):
+        key = (r.pr, r.head, r.reason)
+        if left[key] > 0:
+            left[key] -= 1
+            continue
+        why = not_owed(r)
+        if why is None:
+            lost.append(r)
+        else:
+            spared.append((r, why))
+    return lost, spared
 
 
 class Soak:
@@ -868,33 +940,37 @@ class Soak:
             if len(ex[name]) < 5:
                 ex[name].append(text)
 
-        # Every removal GitHub made must be a drop at the commit removed, with its reason.
+        # Every removal GitHub made that landbot owed a drop (see not_owed) must be a drop
+        # at the commit removed, with its reason.
         removals = []
         for p in self.pulls:
-            for e in self.pr(p).timeline:
-                if e.typename == "RemovedFromMergeQueueEvent":
-                    removals.append(
-                        (p, e.data.get("before_commit"), normalize(e.data.get("reason")))
+            events = [e for e in self.pr(p).timeline if e.typename == "RemovedFromMergeQueueEvent"]
+            for i, e in enumerate(events):
+                head = e.data.get("before_commit")
+                removals.append(
+                    Removal(
+                        pr=p.number,
+                        head=head,
+                        reason=normalize(e.data.get("reason")),
+                        kind=p.kind,
+                        withheld=p.missed and i == 0,  # pump withholds the first dequeue
+                        moved_before_a_poll=p.followed,
+                        pushed_out=(p.number, head) in self.gh.pushed_out,
                     )
+                )
         rep.removals = len(removals)
         have = Counter((d.pr, d.head_sha, d.reason) for d in drops)
-        want = Counter((p.number, head, reason) for p, head, reason in removals)
-        lost = superseded = 0
-        for key, n in want.items():
-            if have[key] < n:
-                p = self.by_number[key[0]]
-                if p.missed and p.followed:
-                    # No door reported it before the head moved or the PR closed: nothing
-                    # was owed to the old head. Counted apart, not as lost.
-                    superseded += n - have[key]
-                    note("removals_unrecorded_after_push_or_close", f"#{key[0]} {p.kind} {key[2]}")
-                    continue
-                lost += n - have[key]
-                note(
-                    "drops_lost",
-                    f"#{key[0]} {p.kind} {key[2]} at {str(key[1])[:7]}"
-                    f" (missed webhook: {p.missed})",
-                )
+        want = Counter((r.pr, r.head, r.reason) for r in removals)
+        lost_removals, spared = tally_removals(removals, have)
+        lost, superseded = len(lost_removals), len(spared)
+        for r, why in spared:
+            note("removals_unrecorded_not_owed", f"#{r.pr} {r.kind} {r.reason}: {why}")
+        for r in lost_removals:
+            note(
+                "drops_lost",
+                f"#{r.pr} {r.kind} {r.reason} at {str(r.head)[:7]}"
+                f" (webhook withheld: {r.withheld})",
+            )
         extra = sum(max(0, have[k] - want.get(k, 0)) for k in have)
         for d in drops:
             if want.get((d.pr, d.head_sha, d.reason), 0) < have[(d.pr, d.head_sha, d.reason)]:
@@ -993,7 +1069,7 @@ class Soak:
             "drops_unfinished": len(pending),
             "drops_at_no_removal": extra,  # at a head no removal was of, or twice
             "duplicate_enqueues": dup_enq,
-            "removals_unrecorded_after_push_or_close": superseded,
+            "removals_unrecorded_not_owed": superseded,
             "duplicate_comments": dup_comments,
             "wrong_mutations": wrong,
             "wrong_mutations_applied": wrong_applied,
@@ -1037,7 +1113,18 @@ def run_soak(cfg: Config) -> Report:
         if os.environ.get("SOAK_KEEP"):
             print(f"kept {tmp}", file=sys.stderr)
         else:
+            unmount_below(tmp)
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def unmount_below(folder: Path) -> None:
+    """Unmount what the last killed worker's fix job left mounted (its disk image, the
+    overlay on it): a later job would sweep it, but this run has ended. Else the loop
+    device stays taken and rmtree would empty a mounted file system, not remove it."""
+    from landbot.git.workspace import mounts_under
+
+    for point in mounts_under(folder):  # deepest first
+        subprocess.run(["umount", "-l", str(point)], capture_output=True, check=False)
 
 
 def render(rep: Report) -> str:
@@ -1089,7 +1176,7 @@ def one_line(rep: Report) -> str:
 def worst(reports: list[Report]) -> str:
     """The worst run of each invariant over all runs (its value and seed), and the sums."""
     lines = [f"worst over {len(reports)} runs (value, store and seed of the worst; sum):"]
-    for key in (*ZERO_INVARIANTS, "removals_unrecorded_after_push_or_close"):
+    for key in (*ZERO_INVARIANTS, "removals_unrecorded_not_owed"):
         values = [(r.invariants.get(key, 0), r) for r in reports]
         top, rep = max(values, key=lambda v: v[0])
         where = f" ({rep.config['store']} seed {rep.config['seed']})" if top else ""

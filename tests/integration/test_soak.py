@@ -53,7 +53,7 @@ def run(store: str, **kw: Any) -> Any:
 
 def check(report: Any) -> None:
     assert report.finished, soak.render(report)
-    # (removals_unrecorded_after_push_or_close is a figure, not a fault: nothing was owed.)
+    # (removals_unrecorded_not_owed is a figure, not a fault: see soak.not_owed.)
     assert {k: report.invariants[k] for k in ZERO} == ZERO, soak.render(report)
     # Every poll's processing stays its own: it never drains the shared store.
     for p in report.figures["polls"]:
