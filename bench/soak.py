@@ -15,14 +15,19 @@ pull request, the case of two jobs of one PR at once (issue 29).
 What runs: the simulated GitHub (landbot/sim) in this process behind a fault layer that
 fails a set share of requests (502, secondary rate limit 403 + retry-after, 429, the primary
 limit running out, an answer slower than the client's timeout, a dropped connection, a
-mutation that applied but answered 502); `landbot serve` (webhook intake + its worker) and
-`landbot worker` as child processes on one store (a throwaway PostgreSQL server, or a
+mutation that applied but answered 502); `landbot serve` (webhook intake) and two
+`landbot worker` processes as children on one store (a throwaway PostgreSQL server, or a
 SQLite file); `landbot poll` children in between. The children run the real CLI commands
-(landbot.cli.serve / worker / poll); the only change is the GitHub client's timeout and
+(landbot.cli.serve / worker / poll) with two changes: the GitHub client's timeout and
 mutation gap (2 s and 0.1 s instead of 30 s and 1 s; no setting exists for them), so a slow
-answer costs seconds, not half a minute. This process is GitHub: it opens the pull
-requests, drives the merge queue and its clock, pushes and closes as people do, delivers
-the webhooks (some twice, some never: a poll must find those), and SIGKILLs the worker.
+answer costs seconds, not half a minute; and serve's built-in worker is off (no setting
+exists for that either), so every process that takes a job is one the soak kills: with it
+on, the unkilled serve took the jobs and no failpoint ever fired. This process is GitHub:
+it opens the pull requests, drives the merge queue and its clock, pushes and closes as
+people do, delivers the webhooks (some twice, some never: a poll must find those), and
+SIGKILLs the workers: a random one per kill, both at a failpoint kill, restarted with
+`LANDBOT_FAILPOINT` (one marker for both, so whichever first reaches that point dies
+there). Each run reports whether its failpoint fired; the summary, how many runs had one.
 
 Reproducible from --seed: the scenario (kinds, which webhooks are withheld or repeated,
 when the worker dies) and the fault schedule (a function of the seed, the route and the
@@ -72,6 +77,17 @@ GIVE_UP = (
     " open(os.environ['LANDBOT_VERDICT_FILE'], 'w'))"
 )
 ID_IN_PATH = re.compile(r"/[0-9a-f]{40}|/\d+")
+# Where a failpoint kill dies: between deciding and acting, and right before or after the
+# re-enqueue, the status comment and the hand-back (landbot/pipeline/process.py, land/act.py).
+FAILPOINTS = (
+    "after_decide",
+    "before_requeue",
+    "before_status",
+    "after_status",
+    "before_handback",
+    "after_handback",
+)
+WORKERS = ("worker-a", "worker-b")
 FAULT_KINDS = ("502", "secondary", "429", "primary", "slow", "drop", "applied_502")
 MUTATION_OPS = (
     "EnqueuePullRequest",
@@ -126,6 +142,12 @@ def child(kind: str) -> None:
 
     # The commands import make_github from wiring when they run: this one is theirs.
     wiring.make_github = make_github
+    if kind == "serve":
+
+        def no_worker(settings: Settings, store: Any, *, gh: Any = None) -> Any:
+            return NoWorker()
+
+        wiring.make_worker = no_worker
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     if kind == "serve":
         cli.serve(host="127.0.0.1", port=int(os.environ["SOAK_PORT"]), config=None)
@@ -135,6 +157,16 @@ def child(kind: str) -> None:
         cli.poll(repo=None, no_process=False, config=None)
     else:
         raise SystemExit(f"unknown child {kind!r}")
+
+
+class NoWorker:
+    """serve's built-in worker, off: the jobs go to the `landbot worker` children only."""
+
+    def run(self, stop: threading.Event) -> None:
+        stop.wait()
+
+    def alive(self, within: float = 60.0) -> bool:
+        return True  # nothing to be alive: /healthz reports the store
 
 
 # --- GitHub misbehaving: a fault layer in front of the simulated GitHub ------------------
@@ -440,8 +472,9 @@ class Config:
     seed: int = 11
     prs: int = 40
     fault_rate: float = 0.10
-    kills: int = 3
+    kills: int = 3  # kill waves: a random worker SIGKILLed, both at a failpoint kill
     failpoint_kills: int = 1
+    failpoints: tuple[str, ...] = FAILPOINTS  # one is picked per failpoint kill
     polls: int = 3
     store: str = "sqlite"  # "sqlite" or a PostgreSQL server URL
     deadline: float = 240.0  # seconds for the whole run
@@ -548,6 +581,8 @@ class Soak:
         self.kills = 0
         self.self_kills = 0
         self.incarnation = 0
+        # (failpoint, marker): the workers started from a failpoint kill on carry it.
+        self.armed: list[tuple[str, Path]] = []
         self.poll_runs: list[dict[str, Any]] = []
 
     # the clock of the run
@@ -661,17 +696,28 @@ class Soak:
             if time.monotonic() > deadline or self.children["serve"].poll() is not None:
                 raise RuntimeError(f"landbot serve did not come up: {self.tail('serve')}")
             time.sleep(0.1)
-        self.start_worker()
+        for name in WORKERS:
+            self.start_worker(name)
 
-    def start_worker(self, failpoint: str | None = None) -> None:
+    def start_worker(self, name: str) -> None:
         self.incarnation += 1
         extra = {}
-        if failpoint:
-            extra = {
-                "LANDBOT_FAILPOINT": failpoint,
-                "LANDBOT_FAILPOINT_MARKER": str(self.tmp / f"fired-{self.incarnation}"),
-            }
-        self.children["worker"] = self.spawn("worker", **extra)
+        if self.armed and not self.armed[-1][1].exists():
+            failpoint, marker = self.armed[-1]
+            extra = {"LANDBOT_FAILPOINT": failpoint, "LANDBOT_FAILPOINT_MARKER": str(marker)}
+        self.children[name] = self.spawn("worker", **extra)
+
+    def reap(self, restart: bool = True) -> None:
+        """Count and restart a worker that died by itself (its failpoint: SIGKILL within)."""
+        for name in WORKERS:
+            worker = self.children.get(name)
+            if worker is not None and worker.returncode is None and worker.poll() is not None:
+                self.self_kills += worker.returncode == -signal.SIGKILL
+                if restart:
+                    self.start_worker(name)
+
+    def failpoints_fired(self) -> list[str]:
+        return [fp for fp, marker in self.armed if marker.exists()]
 
     def tail(self, kind: str) -> str:
         logs = [p for p in self.logs if p.name.startswith(kind)]
@@ -856,17 +902,24 @@ class Soak:
         self.pump()
 
     def maybe_kill(self, wave: int, kill_waves: set[int], fp_waves: dict[int, str]) -> None:
-        worker = self.children["worker"]
-        if worker.poll() is not None:  # it killed itself at a failpoint
-            self.self_kills += worker.returncode == -signal.SIGKILL
-            self.start_worker()
+        self.reap()
+        if wave not in kill_waves:
             return
-        if wave in kill_waves:
-            time.sleep(self.rng.uniform(0.2, 1.5))  # mid-work
-            worker.kill()
+        time.sleep(self.rng.uniform(0.2, 1.5))  # mid-work
+        failpoint = fp_waves.get(wave)
+        # A failpoint kill kills both, so that every job taker restarts carrying it.
+        victims = list(WORKERS) if failpoint else [self.rng.choice(WORKERS)]
+        if failpoint:
+            self.armed.append((failpoint, self.tmp / f"fired-{len(self.armed)}"))
+        for name in victims:
+            worker = self.children[name]
+            if worker.poll() is None:
+                worker.kill()
+                self.kills += 1
+            else:  # it died at its failpoint since reap looked
+                self.self_kills += worker.returncode == -signal.SIGKILL
             worker.wait(timeout=15)
-            self.kills += 1
-            self.start_worker(fp_waves.get(wave))
+            self.start_worker(name)
 
     # --- the run -------------------------------------------------------------------------
 
@@ -885,8 +938,9 @@ class Soak:
         waves = [self.pulls[i : i + cfg.wave] for i in range(0, len(self.pulls), cfg.wave)]
         n = len(waves)
         kill_waves = set(self.rng.sample(range(n), min(cfg.kills, n)))
-        fps = ["after_decide", "before_requeue", "after_status", "before_handback"]
-        fp_waves = {w: self.rng.choice(fps) for w in sorted(kill_waves)[: cfg.failpoint_kills]}
+        fp_waves = {
+            w: self.rng.choice(cfg.failpoints) for w in sorted(kill_waves)[: cfg.failpoint_kills]
+        }
         poll_waves = {round((i + 1) * n / (cfg.polls + 1)) for i in range(cfg.polls)}
         for i, w in enumerate(waves):
             if self.left() < 30:
@@ -917,6 +971,7 @@ class Soak:
                     last_poll = True
                     continue
             time.sleep(0.5)
+        self.reap(restart=False)  # a worker that died at its failpoint since the last look
         self.stop_children()
         return self.report(finished)
 
@@ -959,12 +1014,14 @@ class Soak:
                     )
                 )
         rep.removals = len(removals)
-        have = Counter((d.pr, d.head_sha, d.reason) for d in drops)
+        have: Counter[tuple[int, str | None, str]] = Counter(
+            (d.pr, d.head_sha, d.reason) for d in drops
+        )
         want = Counter((r.pr, r.head, r.reason) for r in removals)
         lost_removals, spared = tally_removals(removals, have)
         lost, superseded = len(lost_removals), len(spared)
-        for r, why in spared:
-            note("removals_unrecorded_not_owed", f"#{r.pr} {r.kind} {r.reason}: {why}")
+        for r, spare in spared:
+            note("removals_unrecorded_not_owed", f"#{r.pr} {r.kind} {r.reason}: {spare}")
         for r in lost_removals:
             note(
                 "drops_lost",
@@ -1094,6 +1151,8 @@ class Soak:
             "jobs_by_status": dict(counts.jobs),
             "worker_sigkills": self.kills,
             "worker_failpoint_kills": self.self_kills,
+            "failpoints_armed": [fp for fp, _ in self.armed],
+            "failpoints_fired": self.failpoints_fired(),
             "polls": self.poll_runs,
             "kinds": dict(Counter(p.kind for p in self.pulls)),
             "median_ack_ms": round(statistics.median(acks) * 1000, 1),
@@ -1127,12 +1186,25 @@ def unmount_below(folder: Path) -> None:
         subprocess.run(["umount", "-l", str(point)], capture_output=True, check=False)
 
 
+def failpoint_line(rep: Report) -> str:
+    """Whether the run's failpoint kill happened: armed is not fired (a worker may never
+    reach that point), and a run whose failpoint never fired says so."""
+    f = rep.figures
+    armed, fired = f["failpoints_armed"], f["failpoints_fired"]
+    if not armed:
+        return "no failpoint armed"
+    if not fired:
+        return f"failpoint {'/'.join(armed)} armed, NEVER FIRED (0 failpoint kills)"
+    return f"failpoint {'/'.join(fired)} fired ({f['worker_failpoint_kills']} failpoint kills)"
+
+
 def render(rep: Report) -> str:
     c = rep.config
     lines = [
         f"store {c['store']}, seed {c['seed']}, {c['prs']} PRs, faults {c['fault_rate']:.0%},"
         f" {rep.figures['worker_sigkills']} SIGKILLs + {rep.figures['worker_failpoint_kills']}"
-        f" at a failpoint, {len(rep.figures['polls'])} polls: {rep.seconds} s,"
+        f" at a failpoint ({failpoint_line(rep)}), {len(rep.figures['polls'])} polls:"
+        f" {rep.seconds} s,"
         f" {'finished' if rep.finished else 'DEADLINE HIT (work left)'}",
         f"removals {rep.removals}, drops {rep.drops}, outcomes {rep.outcomes}",
     ]
@@ -1168,7 +1240,7 @@ def one_line(rep: Report) -> str:
         f"{c['store']:10} seed {c['seed']:3}: {rep.seconds:6.1f} s,"
         f" {'finished' if rep.finished else 'DEADLINE HIT'}, removals {rep.removals},"
         f" drops {rep.drops}, faults {sum(f['faults_injected'].values())},"
-        f" kills {f['worker_sigkills']}+{f['worker_failpoint_kills']}:"
+        f" kills {f['worker_sigkills']}+{f['worker_failpoint_kills']} ({failpoint_line(rep)}):"
         f" {bad or 'every invariant 0'}"
     )
 
@@ -1188,11 +1260,22 @@ def worst(reports: list[Report]) -> str:
     )
     secs = sorted(r.seconds for r in reports)
     faults = sum(sum(r.figures["faults_injected"].values()) for r in reports)
-    kills = sum(r.figures["worker_sigkills"] + r.figures["worker_failpoint_kills"] for r in reports)
+    sigkills = sum(r.figures["worker_sigkills"] for r in reports)
+    fp_kills = sum(r.figures["worker_failpoint_kills"] for r in reports)
     fixes = sum(r.figures["jobs_by_status"].get("done", 0) for r in reports)
     lines.append(
         f"  wall per run: median {statistics.median(secs):.1f} s, max {secs[-1]:.1f} s;"
-        f" faults injected {faults}, worker kills {kills}, jobs done {fixes}"
+        f" faults injected {faults}, worker SIGKILLs {sigkills} + {fp_kills} at a failpoint,"
+        f" jobs done {fixes}"
+    )
+    armed = [r for r in reports if r.figures["failpoints_armed"]]
+    fired = [r for r in armed if r.figures["worker_failpoint_kills"]]
+    never = [r.config["seed"] for r in armed if not r.figures["worker_failpoint_kills"]]
+    fired_at = Counter(fp for r in fired for fp in r.figures["failpoints_fired"])
+    lines.append(
+        f"  runs with a failpoint kill: {len(fired)} of {len(reports)}"
+        f" ({dict(sorted(fired_at.items()))})"
+        + (f"; armed but never fired: seeds {never}" if never else "")
     )
     clean = all(
         r.finished and all(r.invariants.get(k, 0) == 0 for k in ZERO_INVARIANTS) for r in reports

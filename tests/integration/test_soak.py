@@ -1,7 +1,8 @@
 """The fault soak of bench/soak.py, small and bounded: ten pull requests with the main kinds
-of drop, webhooks repeated and withheld, `landbot serve` and `landbot worker` processes on
-one store, the worker SIGKILLed (once at a failpoint), polls in between, and a tenth of
-GitHub's answers failing. Nothing may be lost, failed, done twice or done to the wrong head.
+of drop, webhooks repeated and withheld, `landbot serve` (its worker off) and two `landbot
+worker` processes on one store, workers SIGKILLed (and once at a failpoint), polls in
+between, and a tenth of GitHub's answers failing. Nothing may be lost, failed, done twice
+or done to the wrong head.
 
 The control runs the same soak with no faults and no kills: it must finish, find every
 drop, and do something (re-enqueue and hand back), so the invariants are not vacuous.
@@ -80,9 +81,17 @@ def test_the_control_without_faults_or_kills_does_the_work() -> None:
 
 @pytest.mark.slow
 def test_soak_sqlite_with_faults_and_kills() -> None:
-    report = run("sqlite", kills=2, failpoint_kills=1)
+    # after_decide: every drop job passes it, so the armed workers must reach it.
+    report = run("sqlite", kills=2, failpoint_kills=1, failpoints=("after_decide",))
     assert sum(report.figures["faults_injected"].values()) >= 3  # the faults happened
-    assert report.figures["worker_sigkills"] == 2
+    # The failpoint wave kills both workers, the other wave one (unless it died at its
+    # failpoint just before, which counts there).
+    assert report.figures["worker_sigkills"] >= 2
+    # The failpoint kill happened: serve's own worker, never killed, takes no job from the
+    # armed ones (it took them all before, and no failpoint fired in 40 runs).
+    assert report.figures["failpoints_armed"] == ["after_decide"]
+    assert report.figures["failpoints_fired"] == ["after_decide"], soak.render(report)
+    assert report.figures["worker_failpoint_kills"] >= 1, soak.render(report)
     check(report)
 
 
