@@ -305,7 +305,8 @@ def status(
 
     When more drops match than --limit shows, one line on stderr says so. The table fits
     the terminal (COLUMNS): the summary is cut, never the repository. Without --json, a
-    line on stderr gives the dashboard's address with its token.
+    line on stderr gives the dashboard's address: with its token when stderr is a terminal,
+    else with its first characters and where the whole one is.
     """
     from landbot.config import load_settings
     from landbot.pipeline.wiring import dumps, open_store, parse_since, status_rows
@@ -335,7 +336,9 @@ def status(
     if json_:
         typer.echo(dumps(rows))  # for tools, whose output often ends in a log: no token
         return
-    typer.echo(f"landbot: {access.status_line(settings)}", err=True)
+    # The whole token only to a person at a terminal (as serve): cron or CI output is a log.
+    whole = sys.stderr.isatty()
+    typer.echo(f"landbot: {access.status_line(settings, whole=whole)}", err=True)
     import shutil
 
     if not rows:

@@ -10,6 +10,7 @@ never see (landbot.sandbox.settings.host_secrets hides the state folder). `[web]
 
     token = access.load_or_make(settings)      # serve: the token, made at the first start
     token = access.read(settings)              # status: the token, never made (None: none yet)
+    access.status_line(settings, whole=tty)    # status: whole on a terminal, else masked
     access.open_url(host, port, token)         # the address a person can open
 """
 
@@ -170,9 +171,11 @@ def where(settings: Settings) -> str:
     return str(token_path(settings).absolute())
 
 
-def status_line(settings: Settings) -> str:
-    """`landbot status`'s line about the dashboard: its address with the token (whoever
-    may run this may read the token file anyway), or why there is none yet."""
+def status_line(settings: Settings, *, whole: bool = False) -> str:
+    """`landbot status`'s line about the dashboard, or why there is none yet. The address
+    with the whole token only when `whole` (stderr is a terminal: a person reads it, and may
+    read the token file anyway); otherwise, as serve's log, its first characters and where
+    the whole one is, since cron or CI output ends in logs others read."""
     web = settings.web
     if web.auth == "loopback":
         return (
@@ -187,4 +190,10 @@ def status_line(settings: Settings) -> str:
             f"dashboard: no token yet; landbot serve makes it at its first start, in "
             f"{token_path(settings).absolute()}"
         )
-    return f"dashboard: {open_url(web.host, web.port, token)}"
+    if whole:
+        return f"dashboard: {open_url(web.host, web.port, token)}"
+    source = "[web] token (LANDBOT_WEB__TOKEN)" if configured(settings) else where(settings)
+    return (
+        f"dashboard: {open_url(web.host, web.port, None)} needs the token {shown(token)} "
+        f"(the whole one: {source}; on a terminal, landbot status prints the address with it)"
+    )

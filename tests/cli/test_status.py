@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import pty
 import re
 import subprocess
 import sys
@@ -246,6 +247,46 @@ def test_no_drops_of_a_repository(busy: str) -> None:
 # --- the dashboard's address ------------------------------------------------------------
 
 
+def on_a_terminal(db: str, **env: str) -> tuple[str, str]:
+    """`landbot status` with its stderr on a terminal (a pty), as a person runs it: what
+    reached the terminal, and stdout."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("LANDBOT_")}
+    base.update(LANDBOT_DATABASE_URL=db, COLUMNS="80", **env)
+    master, terminal = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [LANDBOT, "status"], env=base, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=terminal, start_new_session=True,
+        )  # fmt: skip
+        os.close(terminal)
+        screen = bytearray()
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: the process closed the terminal
+                break
+            if not chunk:
+                break
+            screen.extend(chunk)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        os.close(master)
+    assert proc.returncode == 0, screen.decode(errors="replace")
+    return screen.decode(errors="replace").replace("\r\n", "\n"), out.decode()
+
+
+@pytest.fixture
+def made(tmp_path: Path) -> tuple[dict[str, str], str]:
+    """The settings of a state folder where serve made its token, and that token."""
+    from landbot.config import Settings
+    from landbot.web import access
+
+    state = tmp_path / "state"
+    token = access.load_or_make(Settings(fixer={"state_dir": state}))  # serve's first start
+    assert token is not None
+    return {"LANDBOT_FIXER__STATE_DIR": str(state), "LANDBOT_WEB__PORT": "9123"}, token
+
+
 def test_status_prints_the_dashboard_address_with_its_token(busy: str, tmp_path: Path) -> None:
     from landbot.config import Settings
     from landbot.web import access
@@ -258,9 +299,9 @@ def test_status_prints_the_dashboard_address_with_its_token(busy: str, tmp_path:
     assert str(state / "web-token") in before.stderr and not state.exists()  # nothing made
     token = access.load_or_make(Settings(fixer={"state_dir": state}))  # serve's first start
     assert token is not None
-    after = table(busy, **at)
-    assert f"landbot: dashboard: http://127.0.0.1:9123/?token={token}\n" in after.stderr
-    assert token not in after.stdout and "summary 2" in after.stdout  # the table is unchanged
+    screen, out = on_a_terminal(busy, **at)
+    assert f"landbot: dashboard: http://127.0.0.1:9123/?token={token}\n" in screen
+    assert token not in out and "summary 2" in out  # the table is unchanged
     # --json is for tools, whose output ends in logs: neither the token nor the line.
     tools = table(busy, "--json", **at)
     assert token not in tools.stdout + tools.stderr and "dashboard" not in tools.stderr
@@ -273,3 +314,30 @@ def test_status_prints_the_dashboard_address_with_its_token(busy: str, tmp_path:
     loose = table(busy, **at)
     assert loose.returncode == 0 and "summary 2" in loose.stdout
     assert "readable or writable by others" in loose.stderr and token not in loose.stderr
+
+
+def test_status_into_a_pipe_shows_the_token_masked_and_where_it_is(
+    busy: str, made: tuple[dict[str, str], str], tmp_path: Path
+) -> None:
+    # stderr a pipe, as in cron or CI, whose output ends in logs: serve's rule, the token's
+    # first characters and where the whole one is; the terminal control is the test above.
+    at, token = made
+    piped = table(busy, **at)
+    assert piped.returncode == 0, piped.stderr
+    assert token not in piped.stderr + piped.stdout and "?token=" not in piped.stderr
+    assert (
+        f"landbot: dashboard: http://127.0.0.1:9123/ needs the token {token[:4]}… (the whole "
+        f"one: {(tmp_path / 'state' / 'web-token').absolute()}; on a terminal, landbot status "
+        "prints the address with it)\n"
+    ) in piped.stderr
+    assert "summary 2" in piped.stdout  # the table is unchanged
+
+
+def test_a_token_set_in_the_settings_is_whole_on_a_terminal_only(busy: str) -> None:
+    own = "the-operator-s-own-dashboard-token"
+    at = {"LANDBOT_WEB__TOKEN": own, "LANDBOT_WEB__PORT": "9124"}
+    screen, _ = on_a_terminal(busy, **at)
+    assert f"landbot: dashboard: http://127.0.0.1:9124/?token={own}\n" in screen
+    piped = table(busy, **at)
+    assert own not in piped.stderr and "needs the token the-…" in piped.stderr
+    assert "(the whole one: [web] token (LANDBOT_WEB__TOKEN);" in piped.stderr
