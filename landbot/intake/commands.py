@@ -2,6 +2,7 @@
 
     parse_command(body, names)   # the comment's command for these names, or None
     candidate_lines(body)        # the lines that may be a command, for the webhook path
+    may_retry(lines)             # whether they may be a `retry` (its job waits for the PR's)
 
 A command is a line of the comment, outside fenced and indented code, `>` quotes (with
 their lazy continuation lines) and `<!-- … -->` comments (see `_prose_lines`), that
@@ -180,6 +181,23 @@ def candidate_lines(body: str) -> list[str]:
             if len(out) == MAX_CANDIDATES:
                 break
     return out
+
+
+def may_retry(lines: Sequence[str]) -> bool:
+    """Whether a job of these candidate lines may turn out a `retry` once the worker reads
+    them with the App's slug (unknown here). Such a job acts on a drop and writes the PR's
+    sticky comments, so it waits for the PR's other jobs; one that can only be `skip`,
+    `unskip`, `help` or an unknown word never does (a `/landbot skip` sent during a fix job
+    must land before the fix job decides). Any line that names `retry` after any name
+    counts: the worker's first command may be a mention line intake cannot tell apart."""
+    for line in lines:
+        m = _SLASH.match(line) or _MENTION.match(line)
+        if m is None:
+            return True  # not a form intake records: the safe side
+        words = line[m.end() :].split()
+        if words and words[0].lower() == "retry":
+            return True
+    return False
 
 
 def mention_names(bot_login: str) -> tuple[str, ...]:

@@ -508,6 +508,8 @@ def _comment(d: WebhookEvent[payloads.IssueCommentCreated], store: Store) -> str
             "lines": lines,
         },
         dedupe_key=f"command:{d.delivery_id}",
+        # Only a retry acts on a drop and its sticky comments: skip/unskip/help run at once.
+        holds_pr=commands.may_retry(lines),
     )
     logs.event(
         log,

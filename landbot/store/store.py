@@ -237,11 +237,15 @@ class Store:
         dedupe_key: str | None = None,
         drop_id: int | None = None,
         not_before: dt.datetime | None = None,
+        holds_pr: bool = True,
     ) -> int | None:
         """Queue a job; None when a job with this dedupe key exists already.
 
         The job's pull request (one job of a PR is leased at a time) is its drop's, or the
-        payload's `repo` and `pr` (a command, a check-run settlement)."""
+        payload's `repo` and `pr` (a command, a check-run settlement). `holds_pr=False`: a
+        job that writes none of the PR's sticky comments and acts on no drop (`skip`,
+        `unskip`, `help`) is stored with no PR, so it neither waits for the PR's leased job
+        (a fix job may hold it for half an hour) nor holds the PR back itself."""
         now = utcnow()
         with self.tx() as conn:
             if dedupe_key is not None:
@@ -250,7 +254,7 @@ class Store:
                 ).first()
                 if found:
                     return None
-            repo, pr = self._job_pr(conn, payload, drop_id)
+            repo, pr = self._job_pr(conn, payload, drop_id) if holds_pr else (None, None)
             res = conn.execute(
                 jobs.insert().values(
                     kind=kind,

@@ -22,6 +22,7 @@ from landbot.core.model import Drop, Evidence, FixerResult
 from landbot.github.client import GitHubClient
 from landbot.land.comments import HANDBACK_MARKER, STATUS_MARKER
 from landbot.land.model import HandBack
+from landbot.land.replies import REPLY_MARKER
 from landbot.pipeline.process import Lander
 from landbot.pipeline.worker import Worker
 from landbot.sim import CheckScenario
@@ -246,3 +247,65 @@ def test_the_status_comment_kept_in_the_store_is_edited_without_a_listing(
     assert [d.outcome for d in world.store.drops()] == ["handed_back", "requeued"]
     [again] = marked(world, pr.number, STATUS_MARKER)
     assert again.id == status.id and "handed it back" in again.body
+
+
+def command_during_the_fix(world: World, pr: Any, body: str) -> tuple[list[Any], GitHubClient]:
+    """A fixer that, while its fix job holds the PR, has alice post `body`; intake records
+    the command, and worker B (another process) leases a command job at once if it may and
+    runs it. What B leased is kept in the list (None: nothing was handed out)."""
+    b_client = GitHubClient(world.settings.github, mutation_gap=0)
+    b_lander = lander(world, b_client)
+    b = Worker(world.store, lambda: b_lander, name="B")
+    seen: list[Any] = []
+
+    def fixer(drop: Drop, evidence: Evidence) -> FixerResult:
+        if not seen:
+            world.gh.add_comment(world.repo, pr.number, body, author="alice")
+            world.gh.webhooks.flush()
+            record_drops(world)
+            job = world.store.lease_job("B", TTL, kinds=("command",))
+            seen.append(job)
+            if job is not None:
+                b.run_job(job)
+        return needs_human(drop, evidence)
+
+    world.lander = lander(world)
+    world.worker = Worker(world.store, lambda: world.lander, fixer=fixer)
+    return seen, b_client
+
+
+def test_a_skip_sent_during_a_fix_job_runs_at_once_and_the_fix_is_ignored(world: World) -> None:
+    pr = failed_pr(world, "feat-skip")
+    seen, b_client = command_during_the_fix(world, pr, "/landbot skip")
+    try:
+        world.settle()
+    finally:
+        b_client.close()
+    [command] = [j for j in world.store.jobs() if j.kind == "command"]
+    # Leased and answered while the fix job still held the PR.
+    assert [j.id for j in seen if j is not None] == [command.id]
+    assert command.status == "done"
+    assert "landbot:skip" in world.gh.labels_of(world.gh.pull(world.repo, pr.number))
+    # The fix job's after-fixer decision saw the label: nothing handed back.
+    [drop] = world.store.drops()
+    assert drop.outcome == "ignored", drop.summary
+    assert marked(world, pr.number, HANDBACK_MARKER) == []
+    # Each sticky comment once, the reply its own comment.
+    assert len(marked(world, pr.number, STATUS_MARKER)) == 1
+    assert len(marked(world, pr.number, REPLY_MARKER)) == 1
+
+
+def test_the_control_a_retry_sent_during_a_fix_job_waits_for_it(world: World) -> None:
+    pr = failed_pr(world, "feat-retry")
+    seen, b_client = command_during_the_fix(world, pr, "/landbot retry")
+    try:
+        world.settle()  # the fix job ends, then the same worker runs the retry
+    finally:
+        b_client.close()
+    assert seen == [None]  # nothing of this PR was handed out during the fix job
+    [command] = [j for j in world.store.jobs() if j.kind == "command"]
+    assert command.status == "done"
+    first = min(world.store.drops(), key=lambda d: d.id)
+    assert first.outcome == "handed_back", first.summary
+    assert len(marked(world, pr.number, STATUS_MARKER)) == 1
+    assert len(marked(world, pr.number, REPLY_MARKER)) == 1

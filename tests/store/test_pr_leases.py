@@ -33,9 +33,10 @@ def test_a_second_job_of_a_pr_waits_for_the_first(store: Store) -> None:
     d = drop(store, 7)
     first = store.add_job("drop", {"drop_id": d}, drop_id=d)
     fix = store.add_job("fix", {"drop_id": d}, drop_id=d)
-    # A command of the same PR, spelled in another case (GitHub's names are not).
-    command = store.add_job("command", {"repo": "O/R", "pr": 7})
-    other = store.add_job("command", {"repo": "o/r", "pr": 8})
+    # A retry command of the same PR, spelled in another case (GitHub's names are not): a
+    # retry acts on a drop and writes the PR's sticky comments, so it is held back.
+    command = store.add_job("command", {"command": "retry", "repo": "O/R", "pr": 7})
+    other = store.add_job("command", {"command": "retry", "repo": "o/r", "pr": 8})
     leased = store.lease_job("w1", TTL)
     assert leased is not None and leased.id == first
     # The fix job and the command of PR 7 wait; PR 8's command goes on.
@@ -46,10 +47,46 @@ def test_a_second_job_of_a_pr_waits_for_the_first(store: Store) -> None:
     assert store.finish_job(first, "w1")
     after = store.lease_job("w3", TTL)
     assert after is not None and after.id == fix
-    assert store.lease_job("w4", TTL) is None  # the command still waits for the fix job
+    # The retry still waits for the fix job: it would decide and comment on the same drop.
+    assert store.lease_job("w4", TTL) is None
     assert store.finish_job(fix, "w3")
     last = store.lease_job("w4", TTL)
     assert last is not None and last.id == command
+
+
+def test_a_skip_command_during_a_fix_job_is_leased_at_once(store: Store) -> None:
+    # A local fix job holds its PR for up to 30 minutes; a `/landbot skip` sent meanwhile
+    # must put its label on before the fix job decides (the after-fixer decision then
+    # ignores the PR), so it is stored with no PR (intake: commands.may_retry is False).
+    d = drop(store, 7)
+    fix = store.add_job("fix", {"drop_id": d}, drop_id=d)
+    held = store.lease_job("w1", TTL)
+    assert held is not None and held.id == fix
+    skip = store.add_job("command", {"command": "skip", "repo": "o/r", "pr": 7}, holds_pr=False)
+    taken = store.lease_job("w2", TTL)
+    assert taken is not None and taken.id == skip
+    # While the skip is leased, the PR's next drop job is not held back by it either.
+    nxt = store.add_job("drop", {"drop_id": d}, drop_id=d)
+    assert store.finish_job(fix, "w1")
+    again = store.lease_job("w3", TTL)
+    assert again is not None and again.id == nxt
+
+
+def test_the_control_a_retry_or_a_second_drop_job_during_a_fix_job_waits(store: Store) -> None:
+    d = drop(store, 7)
+    fix = store.add_job("fix", {"drop_id": d}, drop_id=d)
+    held = store.lease_job("w1", TTL)
+    assert held is not None and held.id == fix
+    retry = store.add_job("command", {"command": "retry", "repo": "o/r", "pr": 7})
+    second = store.add_job("drop", {"drop_id": d}, drop_id=d)
+    assert store.lease_job("w2", TTL) is None
+    assert store.finish_job(fix, "w1")
+    taken = store.lease_job("w2", TTL)
+    assert taken is not None and taken.id == retry
+    assert store.lease_job("w3", TTL) is None  # the drop job waits for the retry in turn
+    assert store.finish_job(retry, "w2")
+    last = store.lease_job("w3", TTL)
+    assert last is not None and last.id == second
 
 
 def test_a_job_of_no_pull_request_is_never_held_back(store: Store) -> None:
