@@ -18,7 +18,10 @@ it goes away with the thread, whatever happens):
    (hard links and sparse files count in full), then the image is unmounted and removed.
 
 So a run adds at most the cap to the disk that holds DIR, and while it runs at most the cap
-again to the one that holds the image (/var/tmp). Cost: DIR is copied twice (the second
+again to the one that holds the image (/var/tmp). A run holds a lock (flock) on its image
+folder while it lasts; SIGTERM ends it as Ctrl-C does (the job is killed, the image
+removed), and what a SIGKILLed run left (its lock is free then) is removed by the next
+capped run, never a folder another live run holds. Cost: DIR is copied twice (the second
 time only what changed); `--disk 0` (`[sandbox] disk_mb = 0`) runs on DIR itself, uncapped.
 """
 
@@ -26,12 +29,14 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import os
 import signal
 import subprocess
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -50,6 +55,12 @@ _CLONE_NEWNS = 0x00020000
 _MS_REC = 1 << 14
 _MS_PRIVATE = 1 << 18
 _MNT_DETACH = 2
+IMAGE_PREFIX = "landbot-disk-"  # <image_parent()>/landbot-disk-<pid>-<random>/
+# A folder is made under the hidden name, locked, then renamed to IMAGE_PREFIX...: so every
+# folder the sweep looks at is locked from the moment it has that name while its run lives.
+NEW_PREFIX = "." + IMAGE_PREFIX
+NEW_STALE_S = 60.0  # a hidden one this old lost its run between mkdtemp and rename (empty)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 T = TypeVar("T")
 
@@ -97,7 +108,99 @@ def run_capped(workdir: Path, disk_mb: int, *, uid: int, gid: int, body: Callabl
             f"--disk {disk_mb} is too small for a file system: give at least {MIN_DISK_MB} "
             "MB, or 0 for no cap"
         )
-    return _in_private_mounts(lambda: _capped(workdir, disk_mb, uid, gid, body))
+    sweep_images()
+    with _term_as_interrupt():
+        return _in_private_mounts(lambda: _capped(workdir, disk_mb, uid, gid, body))
+
+
+@contextlib.contextmanager
+def _term_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt in the main thread (once: a second one must not
+    cut the clean-up short), so a terminated run cleans up as an interrupted one does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread; its owner handles them
+        return
+    fired: list[bool] = []
+
+    def on_term(signum: int, frame: object) -> None:
+        if not fired:
+            fired.append(True)
+            raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def sweep_images(parent: Path | None = None) -> list[str]:
+    """Remove what killed capped runs left under `parent` (default image_parent()): each
+    IMAGE_PREFIX folder of ours whose lock is free (its run is gone). A folder another live
+    run holds is kept, a link or another user's folder is not touched, and `tree` (the
+    operator's folder's mount point, in a namespace that died with its run) is only
+    rmdir'ed, never emptied. Returns the names removed."""
+    parent = parent or image_parent()
+    removed: list[str] = []
+    try:
+        pfd = os.open(parent, _DIR_FLAGS)
+    except OSError:
+        return removed
+    try:
+        for name in os.listdir(pfd):
+            if name.startswith(IMAGE_PREFIX) and _sweep_one(pfd, name):
+                removed.append(name)
+            elif name.startswith(NEW_PREFIX):
+                with contextlib.suppress(OSError):
+                    st = os.stat(name, dir_fd=pfd, follow_symlinks=False)
+                    if st.st_uid == os.geteuid() and time.time() - st.st_mtime > NEW_STALE_S:
+                        os.rmdir(name, dir_fd=pfd)  # empty, or it stays
+    finally:
+        os.close(pfd)
+    return removed
+
+
+def _sweep_one(pfd: int, name: str) -> bool:
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=pfd)
+    except OSError:
+        return False  # gone, or a link: not ours to follow
+    try:
+        if os.fstat(fd).st_uid != os.geteuid():
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False  # a live run holds it
+        with contextlib.suppress(OSError):
+            os.unlink("disk.img", dir_fd=fd)
+        with contextlib.suppress(OSError):
+            os.rmdir("tree", dir_fd=fd)
+        try:
+            os.rmdir(name, dir_fd=pfd)
+        except OSError:
+            return False
+        return True
+    finally:
+        os.close(fd)
+
+
+def _new_image_folder() -> tuple[Path, int]:
+    """A fresh image folder, and the descriptor whose lock says its run is alive (held
+    until the run closes it, or dies)."""
+    parent = image_parent()
+    hidden = Path(tempfile.mkdtemp(prefix=f"{NEW_PREFIX}{os.getpid()}-", dir=parent))
+    fd = os.open(hidden, _DIR_FLAGS)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        folder = parent / hidden.name[1:]
+        os.rename(hidden, folder)  # a random name: nobody else's
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            hidden.rmdir()
+        raise
+    return folder, fd
 
 
 # --- a mount namespace of one thread --------------------------------------------------
@@ -122,6 +225,7 @@ def _in_private_mounts(fn: Callable[[], T]) -> T:
     acts on the calling thread only): its mounts are seen by that thread and the
     processes it starts, never by the host, and vanish when the thread ends."""
     box: dict[str, Any] = {}
+    done = threading.Event()
 
     def target() -> None:
         try:
@@ -129,17 +233,24 @@ def _in_private_mounts(fn: Callable[[], T]) -> T:
             box["value"] = fn()
         except BaseException as exc:  # handed to the caller's thread
             box["error"] = exc
+        finally:
+            done.set()
 
     thread = threading.Thread(target=target, name="landbot-disk-cap")
     thread.start()
+    # Waited for on an Event, not thread.join(): a join interrupted by a signal marks the
+    # thread as ended although it runs (CPython 3.11, bpo-45274's fix), so a second join
+    # returned at once and the process exited before the thread had cleaned up.
     try:
-        thread.join()
+        done.wait()
     except KeyboardInterrupt:
         # Only the main thread gets the signal: end the job the thread started, whose
         # sandbox then ends in the usual way, and let the thread clean up.
         _kill_children(thread.native_id)
+        done.wait()
         thread.join()
         raise
+    thread.join()
     if "error" in box:
         raise box["error"]
     value: T = box["value"]
@@ -207,12 +318,12 @@ def _umount(path: Path) -> None:
 
 
 def _capped(workdir: Path, disk_mb: int, uid: int, gid: int, body: Callable[[], T]) -> T:
-    folder = Path(tempfile.mkdtemp(prefix="landbot-disk-", dir=image_parent()))
-    os.chmod(folder, 0o711)  # the sandbox uid reaches `tree` (bound in), lists nothing
+    folder, lock = _new_image_folder()
     image = folder / "disk.img"
     original = folder / "tree"
     mounted: list[Path] = []
     try:
+        os.chmod(folder, 0o711)  # the sandbox uid reaches `tree` (bound in), lists nothing
         _make_image(image, disk_mb, uid, gid)
         original.mkdir(mode=0o755)
         _run([MOUNT, "--rbind", str(workdir), str(original)], "binding the work tree aside")
@@ -237,6 +348,7 @@ def _capped(workdir: Path, disk_mb: int, uid: int, gid: int, body: Callable[[], 
         for leftover in (original, folder):
             with contextlib.suppress(OSError):
                 leftover.rmdir()
+        os.close(lock)  # last: until the folder is gone, no sweep may take it
 
 
 def _copy(
