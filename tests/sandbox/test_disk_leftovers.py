@@ -29,14 +29,18 @@ LANDBOT = str(Path(sys.executable).parent / "landbot")
 ENV = {k: v for k, v in os.environ.items() if not k.startswith("LANDBOT_")}
 
 
-def _tagged(tag: str, uid: int | None = None) -> list[int]:
-    """The pids whose command line holds `tag` (and that run as `uid`, when given)."""
+def _tagged(tag: str, uid: int | None = None, *, loop: bool = False) -> list[int]:
+    """The pids whose command line holds `tag` (and that run as `uid`, when given); with
+    `loop`, only the tagged loop itself (its last argument is the tag), so a wait for it
+    ends when the job is fully started, not when bwrap or sh (whose script holds the tag)
+    begins."""
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         with contextlib.suppress(OSError):
-            if tag.encode() not in (entry / "cmdline").read_bytes():
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if tag.encode() not in b" ".join(argv) or (loop and argv[-2:] != [tag.encode(), b""]):
                 continue
             if uid is None or entry.stat().st_uid == uid:
                 pids.append(int(entry.name))
@@ -80,7 +84,7 @@ def runs(box: Any) -> Iterator[Any]:
             env=ENV, cwd="/", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )  # fmt: skip
         started.append((proc, tag))
-        _wait(f"the job of run {name}", lambda: _tagged(tag, DEFAULT_UID))
+        _wait(f"the job of run {name}", lambda: _tagged(tag, DEFAULT_UID, loop=True))
         return proc, tag, work
 
     try:
@@ -144,7 +148,7 @@ def test_the_capped_job_dies_with_its_supervisor(box: Any, runs: Any) -> None:
         cwd="/", env={"PATH": "/usr/bin:/bin"},
     )  # fmt: skip
     try:
-        _wait("the control's child", lambda: _tagged(tag, DEFAULT_UID))
+        _wait("the control's child", lambda: _tagged(tag, DEFAULT_UID, loop=True))
         parent.kill()
         parent.wait()
         time.sleep(0.3)
