@@ -21,6 +21,7 @@ Standard library only: the sandbox's /usr/bin/python3 runs it with -I -S.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import stat
 import sys
@@ -65,13 +66,20 @@ def _copy_file(src_fd: int, dst_fd: int, name: str, st: os.stat_result) -> None:
     try:
         if not stat.S_ISREG(os.fstat(fd_in).st_mode):
             return  # swapped since the listing: not ours to copy
-        tmp = TMP_PREFIX + name[:200]
-        fd_out = os.open(
-            tmp,
-            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-            0o600,
-            dir_fd=dst_fd,
-        )
+        # A random name, retried when taken: a name made from the file's own could be one
+        # the tree holds (`.landbot-copy-foo` beside `foo`), failing the copy part-way.
+        while True:
+            tmp = TMP_PREFIX + secrets.token_hex(8)
+            try:
+                fd_out = os.open(
+                    tmp,
+                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                    0o600,
+                    dir_fd=dst_fd,
+                )
+                break
+            except FileExistsError:
+                continue
         try:
             offset = 0
             while True:
@@ -111,7 +119,7 @@ class Sync:
         for name in sorted(src):
             st = src[name]
             path = rel + name
-            if path in self.skip or (not rel and name.startswith(TMP_PREFIX)):
+            if path in self.skip:  # an operator's `.landbot-copy-*` is copied as any file
                 continue
             old = dst.get(name)
             if stat.S_ISDIR(st.st_mode):

@@ -152,3 +152,24 @@ def test_what_the_command_changes_comes_back_and_the_git_config_stays(
         cwd=box.work, capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert log.stdout == "changed\n"
+
+
+def test_a_file_named_like_a_temporary_copy_is_copied_both_ways(box: Any, landbot: Any) -> None:
+    # The copy's temporary names were `.landbot-copy-` + the file's name: `sub/foo2` beside
+    # `sub/.landbot-copy-foo2` failed with "File exists" after the deletion pass.
+    (box.work / "sub").mkdir()
+    (box.work / "sub" / "foo2").write_text("foo2\n")
+    (box.work / "sub" / ".landbot-copy-foo2").write_text("the operator's\n")
+    (box.work / ".landbot-copy-mine").write_text("also the operator's\n")  # top level
+    script = "cat sub/foo2 sub/.landbot-copy-foo2 .landbot-copy-mine && echo x > new"
+    done = landbot("--workdir", str(box.work), "--disk", "16", "--", "sh", "-c", script)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "foo2\nthe operator's\nalso the operator's\n"  # all copied in
+    assert (box.work / "sub" / "foo2").read_text() == "foo2\n"  # and none lost coming back
+    assert (box.work / "sub" / ".landbot-copy-foo2").read_text() == "the operator's\n"
+    assert (box.work / ".landbot-copy-mine").read_text() == "also the operator's\n"
+    assert (box.work / "new").read_text() == "x\n"  # the control: the job's change came back
+    assert os.stat(box.work / "sub").st_mode & 0o777 == 0o755
+    leftovers = [p for p in box.work.rglob(".landbot-copy-*") if p.name not in
+                 (".landbot-copy-foo2", ".landbot-copy-mine")]  # fmt: skip
+    assert leftovers == []  # no temporary name of the copy's own is left
