@@ -372,6 +372,14 @@ def fix_checkout(
 EXPORT_FLOOR_S = 10.0
 EXPORT_BYTES_PER_S = 4 << 20
 EXPORT_MAX_ENTRIES = 100_000  # entries of .git/objects looked at; past it: the cap
+EXPORT_MAX_DEPTH = 8  # levels under .git/objects walked (git uses 2); past it: the cap
+_NOFOLLOW_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class _Uncounted(Exception):
+    """The job's object store is too big to walk: it counts as the cap."""
+
+
 EXPORT_MEMORY_MB = 1024
 NO_HEAD, NOTHING_NEW = 3, 4  # the export script's own exit codes
 # Run by git INSIDE the sandbox, after the agent's sandbox (and every process of it) is
@@ -386,28 +394,58 @@ exec git bundle create --quiet .git/landbot/result.bundle HEAD --not "$@"
 
 
 def export_size(workdir: Path, limit: int) -> int:
-    """The bytes under `workdir/.git/objects` (regular files, no link followed), counted up
-    to `limit`: what an export of the job's commits can at most pack. `limit` when the
-    folder holds more than EXPORT_MAX_ENTRIES entries (the job made them; the host does not
-    walk them all)."""
-    total = entries = 0
-    stack = [workdir / ".git" / "objects"]
-    while stack and total < limit:
-        folder = stack.pop()
-        try:
-            with os.scandir(folder) as it:
-                for entry in it:
-                    entries += 1
-                    if entries > EXPORT_MAX_ENTRIES:
-                        return limit
-                    st = entry.stat(follow_symlinks=False)
-                    if stat.S_ISDIR(st.st_mode):
-                        stack.append(Path(entry.path))
-                    elif stat.S_ISREG(st.st_mode):
-                        total += st.st_size
-        except OSError:
-            continue  # not there, or not a folder: nothing to count
-    return min(total, limit)
+    """The bytes under `workdir/.git/objects` (regular files, no link followed at any
+    level, `.git` and `objects` included: each folder is opened O_NOFOLLOW and listed by
+    its descriptor), counted up to `limit`: what an export of the job's commits can at most
+    pack. `limit` when the folder holds more than EXPORT_MAX_ENTRIES entries or is deeper
+    than EXPORT_MAX_DEPTH (the job made them; the host does not walk them all)."""
+    counted = [0, 0]  # bytes, entries
+
+    def walk(fd: int, depth: int) -> None:
+        with os.scandir(fd) as it:
+            items = []
+            for entry in it:
+                counted[1] += 1
+                if counted[1] > EXPORT_MAX_ENTRIES:
+                    raise _Uncounted
+                items.append((entry.name, entry.stat(follow_symlinks=False)))
+        for name, st in items:
+            if counted[0] >= limit:
+                return
+            if stat.S_ISREG(st.st_mode):
+                counted[0] += st.st_size
+            elif stat.S_ISDIR(st.st_mode):
+                if depth >= EXPORT_MAX_DEPTH:
+                    raise _Uncounted
+                try:
+                    child = os.open(name, _NOFOLLOW_DIR, dir_fd=fd)
+                except OSError:
+                    continue  # swapped for a link or gone: nothing to count
+                try:
+                    walk(child, depth + 1)
+                finally:
+                    os.close(child)
+
+    try:
+        fd = os.open(workdir, _NOFOLLOW_DIR)
+    except OSError:
+        return 0
+    try:
+        for part in (".git", "objects"):
+            parent, fd = fd, -1  # closed once: never a number another thread reopened
+            try:
+                fd = os.open(part, _NOFOLLOW_DIR, dir_fd=parent)
+            finally:
+                os.close(parent)
+        walk(fd, 0)
+    except _Uncounted:
+        return limit
+    except OSError:
+        pass  # not there, a link, or not a folder: what was counted
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    return min(counted[0], limit)
 
 
 def export_timeout(size: int) -> float:

@@ -45,6 +45,39 @@ def test_the_size_is_the_object_store_counted_up_to_the_cap(tmp_path: Path) -> N
     assert export_size(tmp_path / "nothing", limit=100) == 0
 
 
+def test_a_link_the_job_made_for_the_store_is_not_followed(tmp_path: Path) -> None:
+    # The control: a real objects folder is counted (as above).
+    real = tmp_path / "real"
+    (real / ".git" / "objects" / "ab").mkdir(parents=True)
+    (real / ".git" / "objects" / "ab" / "c").write_bytes(b"x" * 3000)
+    assert export_size(real, limit=10**9) == 3000
+    # A job that links .git/objects (or .git, or a folder under it) to a host folder gets
+    # none of it walked or counted (its size would leak through the hand-back line).
+    for link, target in (
+        (tmp_path / "a" / ".git" / "objects", "/usr/lib"),
+        (tmp_path / "b" / ".git", "/usr"),
+    ):
+        link.parent.mkdir(parents=True)
+        os.symlink(target, link)
+        assert export_size(link.parent.parent if link.name == "objects" else link.parent,
+                           limit=10**9) == 0  # fmt: skip
+    deep = tmp_path / "c" / ".git" / "objects"
+    deep.mkdir(parents=True)
+    os.symlink("/usr/lib", deep / "pack")
+    (deep / "ab").mkdir()
+    (deep / "ab" / "d").write_bytes(b"y" * 10)
+    assert export_size(tmp_path / "c", limit=10**9) == 10
+
+
+def test_a_store_deeper_than_git_makes_counts_as_the_cap(tmp_path: Path) -> None:
+    objects = tmp_path / ".git" / "objects"
+    deep = objects.joinpath(*["d"] * 20)
+    deep.mkdir(parents=True)
+    assert export_size(tmp_path, limit=64 * MB) == 64 * MB
+    (tmp_path / "ok" / ".git" / "objects" / "ab").mkdir(parents=True)  # the control: git's 2
+    assert export_size(tmp_path / "ok", limit=64 * MB) == 0
+
+
 def test_a_store_with_too_many_entries_counts_as_the_cap(tmp_path: Path) -> None:
     objects = tmp_path / ".git" / "objects" / "ab"
     objects.mkdir(parents=True)
