@@ -21,9 +21,10 @@ status comment, create    claimed in the store first (`comment_posts`, one per P
 status comment, edit      sent again: an edit of landbot's own comment is idempotent
 hand-back comment         claimed in the store per drop (whatever plan, stage or process
                           posts it): kept as made, it is never posted again; claimed before
-                          without an id, the comments listed for `<!-- landbot:handback -->`
-                          plus this drop's tag `<!-- landbot:drop N -->`: found, it is the
-                          one; not found, created once more
+                          without an id, landbot's own comments (by its login: anyone can
+                          paste the marker) listed for `<!-- landbot:handback -->` plus this
+                          drop's tag `<!-- landbot:drop N -->`: found, it is the one; not
+                          found, created once more
 fix announcement          the same, with `<!-- landbot:fix -->`, per drop and pushed commit
                           (AnnounceFix: a new comment per push, since an edit notifies no one)
 minimize older hand-back  sent again once (twice is harmless); cosmetic, so a refusal is
@@ -55,7 +56,7 @@ import logging
 import os
 import socket
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from landbot import logs
 from landbot.core import keys
@@ -432,8 +433,21 @@ class Actor:
         return comment
 
     def _find_comment(self, repo: str, number: int, marker: str, tag: str) -> Comment | None:
+        """landbot's own comment with `marker` and `tag`. Anyone can paste both (drop ids
+        are sequential): a stranger's copy taken for landbot's lost one would be recorded
+        as posted, and the real one never sent. A client that cannot say its login (a test
+        double) finds nothing: posting again is the safe side."""
+        me = self.gh.bot_login().lower() if isinstance(self.gh, _KnowsLogin) else None
         return next(
-            (c for c in self.gh.comments(repo, number) if tag in c.body and marker in c.body),
+            (
+                c
+                for c in self.gh.comments(repo, number)
+                if me is not None
+                and c.user is not None
+                and c.user.lower() == me  # logins are case-insensitive
+                and tag in c.body
+                and marker in c.body
+            ),
             None,
         )
 
@@ -472,6 +486,14 @@ class Actor:
             )
         else:
             logs.event(log, "older hand-back minimized", node_id=node_id)
+
+
+@runtime_checkable
+class _KnowsLogin(Protocol):
+    """The login landbot's comments carry (GitHubClient.bot_login), as upsert_marked_comment
+    filters by it."""
+
+    def bot_login(self) -> str: ...
 
 
 def status_key(repo: str, pr: int) -> str:

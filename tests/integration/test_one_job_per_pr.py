@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from landbot.core.model import Drop, Evidence, FixerResult
 from landbot.github.client import GitHubClient
 from landbot.land.comments import HANDBACK_MARKER, STATUS_MARKER
@@ -309,3 +311,70 @@ def test_the_control_a_retry_sent_during_a_fix_job_waits_for_it(world: World) ->
     assert first.outcome == "handed_back", first.summary
     assert len(marked(world, pr.number, STATUS_MARKER)) == 1
     assert len(marked(world, pr.number, REPLY_MARKER)) == 1
+
+
+@pytest.mark.parametrize("lost", ["applied", "not-applied", "killed"])
+def test_a_planted_hand_back_of_another_user_is_never_taken_for_landbots(
+    world: World, lost: str
+) -> None:
+    # Anyone may post landbot's marker and the next drop's tag (drop ids are sequential).
+    # When landbot's own hand-back POST is answered 502 ("applied": GitHub made it; "not
+    # applied": it did not) or its worker dies after the claim, before the POST ("killed"),
+    # the next attempt looks for the comment: it must be landbot's, never the planted one.
+    pr = failed_pr(world, f"feat-planted-{lost}")
+    record_drops(world)
+    [drop] = world.store.drops()
+    planted = world.gh.add_comment(
+        world.repo,
+        pr.number,
+        f"{HANDBACK_MARKER}\nnothing to do here\n<!-- landbot:drop {drop.id} -->\n",
+        author="mallory",
+    )
+    a_client = GitHubClient(world.settings.github, mutation_gap=0)
+    a_lander = Lander(world.settings, world.store, a_client)
+    a = Worker(world.store, lambda: a_lander, name="A", lease=dt.timedelta(seconds=0.3))
+    sent: list[str] = []  # the hand-backs POSTed, by either process
+
+    def counted(client: GitHubClient) -> Callable[[str, int, str], Any]:
+        real = client.create_comment
+
+        def create(repo: str, number: int, body: str) -> Any:
+            if HANDBACK_MARKER in body:
+                sent.append(body)
+            return real(repo, number, body)
+
+        return create
+
+    world.client.create_comment = counted(world.client)  # type: ignore[method-assign]
+    a_create = counted(a_client)
+
+    def create(repo: str, number: int, body: str) -> Any:
+        if HANDBACK_MARKER in body and not sent:
+            if lost == "killed":
+                raise Killed("after the claim, before the POST")
+            world.server.faults.fail(COMMENTS, 502, take_effect=lost == "applied")
+        return a_create(repo, number, body)
+
+    a_client.create_comment = create  # type: ignore[method-assign]
+    job = world.store.lease_job("A", dt.timedelta(seconds=0.3), kinds=("drop",))
+    assert job is not None
+    try:
+        a.run_job(job)
+    except Killed:
+        assert lost == "killed"
+        time.sleep(0.5)  # its lease runs out; another process takes the drop job again
+    finally:
+        a_client.close()
+    world.worker.drain()
+    assert world.store.job(job.id).status == "done"
+    [done] = world.store.drops()
+    assert done.outcome == "handed_back", done.summary
+    # landbot's own hand-back stands once (a lost one found, not posted twice)...
+    [mine] = marked(world, pr.number, HANDBACK_MARKER)
+    assert f"@{pr.author}" in mine.body
+    post = world.store.post(f"handback:{drop.id}")
+    assert post is not None and (post.state, post.comment_id) == ("posted", mine.id)
+    assert post.comment_id != planted.id
+    # ...and POSTed once more only when GitHub had not made it.
+    assert len(sent) == (2 if lost == "not-applied" else 1), sent
+    assert world.gh.comment(planted.id).body == planted.body  # left as its author wrote it
