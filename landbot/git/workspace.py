@@ -2,7 +2,8 @@
 
     workspaces = Workspaces(state_dir / "fixer", git_url=settings.github.git_url,
                             uid=settings.sandbox.uid, gid=settings.sandbox.gid)
-    workspaces.prune()                      # at start-up: what a crashed process left
+    workspaces.prune()                      # what a crashed process left (sweep=True,
+                                            # as from_settings gives: before every job)
     with workspaces.job("acme/widgets", 42, head_sha, "main", merge=True,
                         token=client.git_token("acme/widgets")) as ws:
         ws.path          # the work tree: give it to the sandbox
@@ -62,6 +63,7 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import logging
 import os
 import re
 import shlex
@@ -76,8 +78,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from landbot import logs
 from landbot.errors import LandbotError
 from landbot.git.ownership import chown_tree
+
+log = logging.getLogger("landbot.git.workspace")
 
 # Applied to every host-side git command. The trees and the repositories' content are
 # untrusted, so nothing they name may run a program or reach a host on the host's behalf.
@@ -601,14 +606,17 @@ class Workspaces:
         identity: Identity = LANDBOT,
         overlay: bool | None = None,
         disk_mb: int = DEFAULT_DISK_MB,
+        sweep: bool = False,
     ) -> None:
         """`overlay`: None uses overlayfs when the host allows it, False never, True
         requires it (a job fails instead of falling back). `disk_mb`: the size of the file
-        system each job's folder is (0: no cap, the jobs folder's own file system)."""
+        system each job's folder is (0: no cap, the jobs folder's own file system).
+        `sweep`: every job starts with `prune` (what `from_settings` gives the worker)."""
         if disk_mb < 0:
             raise WorkspaceError(f"disk_mb {disk_mb} is negative: give a size in MB, or 0")
         self.root = Path(os.path.realpath(root))
         self.disk_mb = disk_mb
+        self.sweep = sweep
         self.overlay = overlay
         self.overlay_problem: str | None = None  # why overlayfs was given up, if it was
         self.git_url = git_url
@@ -643,6 +651,7 @@ class Workspaces:
             uid=sandbox.uid,
             gid=sandbox.gid,
             disk_mb=int(getattr(sandbox, "disk_mb", DEFAULT_DISK_MB)),
+            sweep=True,
         )
 
     # --- mirrors ----------------------------------------------------------------------
@@ -736,6 +745,8 @@ class Workspaces:
         whatever happens. With `merge`, the base is merged in on the host first (quest
         merge driver enabled): a clean merge is committed, otherwise the tree is left in
         the middle of the merge with the conflicts for the agent."""
+        if self.sweep:
+            self._sweep()
         job_dir, lock_fd = self._new_job_dir(repo, number)
         held: list[int] = [lock_fd]  # the job's lock, and its pristine tree's (shared)
         try:
@@ -752,6 +763,21 @@ class Workspaces:
             )
         finally:
             self._remove_job(job_dir, held)
+
+    def _sweep(self) -> None:
+        """Clean up what a dead job left before this one starts. A SIGKILLed worker leaves
+        its job folder mounted (the disk image, an overlay on it) and its pristine tree held
+        by nobody; any process sharing the state folder may be the next to run a job, so
+        each job sweeps (live jobs hold their locks and are kept). A sweep that fails does
+        not fail the job: the next one tries again."""
+        try:
+            removed = self.prune()
+        except (OSError, WorkspaceError) as exc:
+            logs.event(log, "dead jobs not swept", logging.WARNING, error=exc)
+            return
+        if removed:
+            names = [p.name for p in removed]
+            logs.event(log, "dead jobs swept", jobs=len(removed), job_dirs=names)
 
     def _new_job_dir(self, repo: str, number: int) -> tuple[Path, int]:
         owner, name = split_repo(repo)
@@ -894,6 +920,11 @@ class Workspaces:
         check_config(gitdir)  # before the checkout and merge: no filter or driver in it
         run_git(["update-ref", f"refs/remotes/origin/{base_ref}", base_sha], git_dir=gitdir)
         if pristine is not None and self._mount(repo, pristine, job_dir, clone):
+            # The overlay's files and index are the pristine commit's, but the clone's HEAD
+            # is the base as fetched now: the checkout must start from what is on disk, or
+            # its two-way merge takes the difference for local changes and aborts on every
+            # path both the PR and the base changed since (a conflict drop's very files).
+            run_git(["update-ref", "--no-deref", "HEAD", pristine], git_dir=work / ".git")
             self.stats.add("overlay_jobs")
         else:
             if pristine is not None:

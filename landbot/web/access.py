@@ -102,6 +102,11 @@ def _read_file(path: Path) -> str | None:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except FileNotFoundError:
         return None
+    except PermissionError:
+        raise LandbotError(
+            f"cannot read the dashboard token {path}: it is the file of the user landbot "
+            "serve runs as; run this as that user"
+        ) from None
     except OSError as exc:
         raise LandbotError(
             f"cannot read the dashboard token {path} ({exc.strerror}); delete it and "

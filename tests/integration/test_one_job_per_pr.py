@@ -30,6 +30,7 @@ from .conftest import World
 
 LIST = "GET /repos/{owner}/{repo}/issues/{issue_number}/comments"
 COMMENTS = "POST /repos/{owner}/{repo}/issues/{issue_number}/comments"
+EDIT = "PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}"
 TTL = dt.timedelta(seconds=60)
 
 
@@ -155,8 +156,11 @@ def test_a_drop_job_taken_again_after_its_fix_job_hands_back_once(world: World) 
     assert fix is not None and fix.kind == "fix"
     b.run_job(fix)
     assert len(marked(world, pr.number, HANDBACK_MARKER)) == 1
-    # ...then a sweep's worker takes the dead worker's drop job again.
+    # ...then a sweep's worker takes the dead worker's drop job again: it finishes the
+    # stage the fix job decided (all done) and decides nothing anew, so it writes nothing.
+    writes = world.server.requests.count(EDIT) + world.server.requests.count(COMMENTS)
     b.drain()
+    assert world.server.requests.count(EDIT) + world.server.requests.count(COMMENTS) == writes
     assert world.store.job(job.id).status == "done"
     [drop] = world.store.drops()
     assert drop.outcome == "handed_back", drop.summary

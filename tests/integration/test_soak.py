@@ -1,4 +1,4 @@
-"""The fault soak of bench/soak.py, small and bounded: a dozen pull requests with every kind
+"""The fault soak of bench/soak.py, small and bounded: ten pull requests with the main kinds
 of drop, webhooks repeated and withheld, `landbot serve` and `landbot worker` processes on
 one store, the worker SIGKILLed (once at a failpoint), polls in between, and a tenth of
 GitHub's answers failing. Nothing may be lost, failed, done twice or done to the wrong head.
@@ -45,7 +45,10 @@ ZERO = {
 
 
 def run(store: str, **kw: Any) -> Any:
-    cfg = soak.Config(seed=11, prs=12, store=store, deadline=45.0, wave=6, polls=2, **kw)
+    # 10 PRs are the first 10 kinds (flaky, genuine, cancelled, timeout, conflict, manual,
+    # merged, pushed while queued, landbot:skip, roll back) in 2 waves: a kill can land in
+    # each, one poll runs between them besides the last. The 20-seed soak does the rest.
+    cfg = soak.Config(seed=11, prs=10, store=store, deadline=45.0, wave=5, polls=1, **kw)
     report = soak.run_soak(cfg)
     print(soak.render(report))  # the figures, for a failing run's output
     return report
@@ -53,7 +56,7 @@ def run(store: str, **kw: Any) -> Any:
 
 def check(report: Any) -> None:
     assert report.finished, soak.render(report)
-    # (removals_unrecorded_after_push_or_close is a figure, not a fault: nothing was owed.)
+    # (removals_unrecorded_not_owed is a figure, not a fault: see soak.not_owed.)
     assert {k: report.invariants[k] for k in ZERO} == ZERO, soak.render(report)
     # Every poll's processing stays its own: it never drains the shared store.
     for p in report.figures["polls"]:
@@ -64,7 +67,10 @@ def check(report: Any) -> None:
 def test_the_control_without_faults_or_kills_does_the_work() -> None:
     report = run("sqlite", fault_rate=0.0, kills=0, failpoint_kills=0)
     assert report.finished, soak.render(report)
-    assert report.removals >= 12 and report.drops >= report.removals - 2
+    # Every removal a drop, but those nothing was owed for (soak.not_owed), and those few.
+    spared = report.invariants["removals_unrecorded_not_owed"]
+    assert report.removals >= 10 and spared <= 3
+    assert report.drops >= report.removals - spared
     assert report.outcomes.get("requeued", 0) >= 2
     assert report.outcomes.get("handed_back", 0) >= 2
     assert report.figures["webhooks_withheld"] >= 1  # a poll had something to find

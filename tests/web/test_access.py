@@ -161,3 +161,13 @@ def test_the_token_is_compared_in_constant_time_on_every_request(
     ok = client.get("/metrics", headers={"Authorization": "Bearer the-real-token"})
     assert ok.status_code == 200
     assert seen == [(b"a-guess", b"the-real-token"), (b"the-real-token", b"the-real-token")]
+
+
+def test_the_token_lives_where_jobs_never_look(tmp_path: Path) -> None:
+    from landbot.sandbox.settings import host_secrets
+
+    settings = state_settings(tmp_path / "state")
+    path = access.token_path(settings)
+    assert access.load_or_make(settings) is not None
+    hidden = host_secrets(settings, tmp_path / "no-config.toml")
+    assert any(path.absolute().is_relative_to(folder) for folder in hidden), hidden
