@@ -29,6 +29,21 @@ if TYPE_CHECKING:
     from landbot.store import Store
 
 
+# --- slow tests: `./scripts/test --fast` (-m "not slow") leaves them out ------------------
+# Every test of these folders runs the pipeline end to end (a simulated GitHub served over
+# HTTP, real git, the sandbox, landbot processes); elsewhere a module that starts processes
+# marks itself with `pytestmark = pytest.mark.slow`.
+_SLOW_FOLDERS = frozenset({"integration", "demo"})
+_TESTS = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = item.path.relative_to(_TESTS).parts if item.path.is_relative_to(_TESTS) else ()
+        if parts and parts[0] in _SLOW_FOLDERS:
+            item.add_marker(pytest.mark.slow)
+
+
 # --- one PostgreSQL server for every xdist worker ----------------------------------------
 # Under `pytest -n N` the controller starts one throwaway server and hands its URL to each
 # worker (workerinput, not the environment: a `landbot` subprocess must not see it); each
