@@ -29,9 +29,63 @@ if TYPE_CHECKING:
     from landbot.store import Store
 
 
+# --- slow tests: `./scripts/test --fast` (-m "not slow") leaves them out ------------------
+# Every test of these folders runs the pipeline end to end (a simulated GitHub served over
+# HTTP, real git, the sandbox, landbot processes); elsewhere a module that starts processes
+# marks itself with `pytestmark = pytest.mark.slow`.
+_SLOW_FOLDERS = frozenset({"integration", "demo"})
+_TESTS = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = item.path.relative_to(_TESTS).parts if item.path.is_relative_to(_TESTS) else ()
+        if parts and parts[0] in _SLOW_FOLDERS:
+            item.add_marker(pytest.mark.slow)
+
+
+# --- one PostgreSQL server for every xdist worker ----------------------------------------
+# Under `pytest -n N` the controller starts one throwaway server and hands its URL to each
+# worker (workerinput, not the environment: a `landbot` subprocess must not see it); each
+# worker makes databases of its own in it, named by its pid (PostgresDatabases). Without
+# xdist the session fixture below starts the server itself, on first use.
+
+_POSTGRES_KEY = "landbot_postgres_url"
+_postgres_stash = pytest.StashKey[str]()
+
+
+def _xdist_workers(config: pytest.Config) -> bool:
+    """This process is xdist's controller and will start workers."""
+    return not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses", 0))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not _xdist_workers(config) or os.environ.get("LANDBOT_TEST_POSTGRES_URL"):
+        return
+    from landbot.sim.postgres import NotInstalled, throwaway_server
+
+    stack = contextlib.ExitStack()
+    try:
+        url = stack.enter_context(throwaway_server(durable=False))
+    except NotInstalled:
+        stack.close()  # each worker's fixture skips (or, in CI, fails) with the reason
+        return
+    config.stash[_postgres_stash] = url
+    config.add_cleanup(stack.close)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist's hook: a worker about to start gets the controller's server."""
+    url = node.config.stash.get(_postgres_stash, None)
+    if url is not None:
+        node.workerinput[_POSTGRES_KEY] = url
+
+
 @pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """A throwaway PostgreSQL server on a unix socket, for the store's PostgreSQL tests.
+def postgres_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A throwaway PostgreSQL server on a unix socket, for the store's PostgreSQL tests: the
+    one xdist's controller started, or one of this session's own.
 
     LANDBOT_TEST_POSTGRES_URL points the tests at an existing server instead.
     """
@@ -39,6 +93,10 @@ def postgres_url() -> Iterator[str]:
 
     if os.environ.get("LANDBOT_TEST_POSTGRES_URL"):
         yield os.environ["LANDBOT_TEST_POSTGRES_URL"]
+        return
+    shared = getattr(request.config, "workerinput", {}).get(_POSTGRES_KEY)
+    if shared:
+        yield shared
         return
     with contextlib.ExitStack() as stack:
         try:

@@ -26,6 +26,10 @@ import pytest
 from landbot import logs
 from landbot.errors import LandbotError
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 LOG = logging.getLogger("landbot.test")
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -35,6 +35,10 @@ from landbot.github.client import GitHubClient
 from landbot.sim import FakeGitHub, FakeGitHubServer
 from landbot.sim.rest import register_from_manifest
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 LANDBOT = str(Path(sys.executable).parent / "landbot")
 WEBHOOK = "https://bot.example.org/webhook"
 HOMEPAGE = "https://github.com/octo-org/landbot-deploy"

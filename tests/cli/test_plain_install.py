@@ -23,6 +23,10 @@ import landbot
 from landbot import cli
 from landbot.sim import EXTRA_MODULES
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 # The commands a plain install must run (design.md's contract, less `demo`).
 PRODUCT = [
     "serve",

@@ -15,15 +15,20 @@ import pytest
 
 from landbot.store import Store
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 LANDBOT = str(Path(sys.executable).parent / "landbot")
 T0 = dt.datetime(2026, 11, 1, 12, 0, tzinfo=dt.UTC)
 CONTRACT_KEYS = {"repo", "pr", "head_sha", "reason", "class", "outcome", "updated_at"}
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> str:
-    """A store with 250 drops, one a minute from T0 (drop i observed at T0 + i minutes)."""
-    url = f"sqlite:///{tmp_path / 'landbot.db'}"
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A store with 250 drops, one a minute from T0 (drop i observed at T0 + i minutes); made
+    once for the module: `landbot status` only reads it."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('status') / 'landbot.db'}"
     store = Store.open(url)
     for i in range(250):
         store.add_drop(

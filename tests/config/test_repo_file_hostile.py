@@ -35,6 +35,10 @@ from landbot.repo_config import (
 from landbot.triage.classify import compile_rules
 from landbot.triage.log import Line, TextIndex
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 LANDBOT = str(Path(sys.executable).parent / "landbot")
 
 

@@ -20,6 +20,10 @@ from landbot.ready import check_ready, check_store
 from landbot.store import Store
 from landbot.store.db import url_problem
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 LANDBOT = str(Path(sys.executable).parent / "landbot")
 
 

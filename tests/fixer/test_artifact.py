@@ -36,6 +36,10 @@ from landbot.git.quarantine import BUNDLE_NAME, Quarantine, ResultRefused, parse
 from ..conftest import diverge, require_sandbox, sandbox_folder
 from ..conftest import run_git as git
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 LANDBOT = str(Path(sys.executable).parent / "landbot")
 VERDICT = b'{"verdict": "fixed", "summary": "set ANSWER to 42"}\n'
 BUNDLE = b"# v2 git bundle\n" + bytes(range(256)) * 8  # opaque here: only its bytes count

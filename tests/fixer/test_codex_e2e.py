@@ -34,6 +34,10 @@ from landbot.sandbox.runner import SandboxUnavailable, check_host
 from landbot.sim import FakeGitHub, FakeGitHubServer
 from landbot.sim.model_server import ModelScript, ScriptedModelServer
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 REAL_KEY = "sk-real-provider-key-e2e-7f3a"
 BOT = "landbot-bot"
 FILES = {"app.py": "ANSWER = 41\n", "check.sh": "grep -qx 'ANSWER = 42' app.py\n"}

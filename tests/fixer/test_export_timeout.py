@@ -22,6 +22,10 @@ from landbot.sandbox.runner import DEFAULT_GID, DEFAULT_UID, prepare_workdir
 
 from ..conftest import require_sandbox, run_git, sandbox_folder
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 MB = 1 << 20
 
 

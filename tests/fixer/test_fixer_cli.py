@@ -17,6 +17,10 @@ import pytest
 from ..conftest import diverge, require_sandbox, sandbox_folder
 from ..conftest import run_git as git
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 LANDBOT = str(Path(sys.executable).parent / "landbot")
 FIXED = {
     "verdict": "fixed",

@@ -35,6 +35,10 @@ from landbot.sim.state import PullRequest, Repository
 
 from ..conftest import require_sandbox
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 BOT = "landbot-bot"
 QUEST = "# [S] Ship it\n\n## Required\n\n- [Design](design.md)\n"
 FILES = {

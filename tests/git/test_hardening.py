@@ -29,6 +29,10 @@ from landbot.git.workspace import (
 from landbot.sim import FakeGitHub
 from landbot.sim.state import Repository
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 UID = GID = 65534
 
 

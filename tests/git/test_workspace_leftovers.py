@@ -24,6 +24,10 @@ from landbot.sim import FakeGitHub
 from landbot.sim.state import Repository
 from tests.git.test_workspace import GID, OVERLAY_PROBLEM, UID, assert_mode, git, workspaces
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 
 def _need_overlay() -> None:
     if OVERLAY_PROBLEM is not None:

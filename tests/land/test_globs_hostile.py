@@ -15,6 +15,10 @@ from landbot.core.globs import glob_source
 from landbot.core.linear import LinearError
 from landbot.land.publish import glob_regex
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 HOSTILE = "**a" * 12 + "**b"  # as `re`, `(.*a){12}.*b`: took > 10 s on a 300-char path
 
 _MATCH = textwrap.dedent(

@@ -39,6 +39,10 @@ from landbot.sim.state import PullRequest, Repository
 
 from ..conftest import require_sandbox
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 UID = GID = 65534
 QUEST_ROOT = "# Widgets\n"
 QUEST_SHIP = "# [S] Ship it\n\n## Required\n\n- [Design](design.md)\n"

@@ -17,6 +17,10 @@ from landbot.quest.source import Revision, WorkTree
 
 from .conftest import LANDBOT, Repo, rendered
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 STORY = {
     "quest/README.md": "# m0 plan\n",
     "quest/m0/opencode-sdk.md": (

@@ -23,6 +23,10 @@ import pytest
 
 from landbot.sandbox.proxy import MAX_REFUSALS_KEPT, ModelProxy, ProxyLimits
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 KEY = "sk-REAL-limits-key"
 
 

@@ -76,6 +76,10 @@ from landbot.sandbox.cgroups import job_cgroup_parents, sweep_stale
 from landbot.sandbox.env import EnvRefused
 from landbot.sandbox.runner import SandboxResult, run_sandboxed
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 LANDBOT = str(Path(sys.executable).parent / "landbot")
 
 

@@ -14,6 +14,10 @@ from typing import Any
 
 import pytest
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 LANDBOT = str(Path(sys.executable).parent / "landbot")
 FAST = (
     "import sys\n"

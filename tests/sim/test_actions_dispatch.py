@@ -32,6 +32,10 @@ from landbot.sim import FakeGitHub, FakeGitHubServer
 from landbot.sim.actions import engine
 from landbot.sim.state import Repository
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 CALLER = ROOT / "config" / "landbot-fix.yml"
 FIXED = {

@@ -15,6 +15,10 @@ import httpx
 import jwt
 import pytest
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 
 def _first_line(proc: subprocess.Popen[str], timeout: float = 30.0) -> str:
     assert proc.stdout is not None

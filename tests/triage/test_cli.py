@@ -12,6 +12,10 @@ import pytest
 
 from .conftest import FIXTURES, gh_log, run_step
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 LANDBOT = str(Path(sys.executable).parent / "landbot")
 
 

@@ -26,6 +26,10 @@ from landbot.web.app import create_app
 from .conftest import DASHBOARD_TOKEN, live_server
 from .test_board import GADGETS, WIDGETS, add, seed, settings
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 CHROMIUM = os.environ.get("LANDBOT_CHROMIUM", "/usr/bin/chromium")
 # No sandbox (the tests may run as root), and no background connections: on a machine
 # without the internet they are refused, many at a time, and slow the start.

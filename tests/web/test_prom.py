@@ -46,6 +46,10 @@ from .conftest import (
     payload_bytes,
 )
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", UserWarning)
     from starlette.testclient import TestClient

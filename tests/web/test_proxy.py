@@ -36,6 +36,10 @@ from landbot.web.signature import sign
 
 from .conftest import SECRET, live_server, make_settings
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 LANDBOT = str(Path(sys.executable).parent / "landbot")
 PING = json.dumps({"zen": "Keep it logically awesome.", "hook_id": 1}).encode()
 
