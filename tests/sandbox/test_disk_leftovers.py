@@ -25,6 +25,10 @@ from landbot.sandbox.cgroups import job_cgroup_parents, sweep_stale
 from landbot.sandbox.disk import IMAGE_PREFIX, image_parent, sweep_images
 from landbot.sandbox.runner import DEFAULT_GID, DEFAULT_UID
 
+# ./scripts/test --fast leaves this module out: its tests start processes (landbot, git,
+# the sandbox, servers) and take seconds each.
+pytestmark = pytest.mark.slow
+
 LANDBOT = str(Path(sys.executable).parent / "landbot")
 ENV = {k: v for k, v in os.environ.items() if not k.startswith("LANDBOT_")}
 
