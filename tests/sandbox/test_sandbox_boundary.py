@@ -572,7 +572,8 @@ def test_the_job_dies_with_its_supervisor(box: Any, h: Any) -> None:
         sweep_stale(job_cgroup_parents())  # the killed supervisor could not clean up
 
 
-def _wait_for(path: Path, timeout: float = 10) -> None:
+def _wait_for(path: Path, timeout: float = 30) -> None:
+    # 30 s: under a parallel run on 2 cores `landbot sandbox run` can take 10 s to start.
     deadline = time.monotonic() + timeout
     while not path.exists():
         assert time.monotonic() < deadline, f"{path} never appeared"
