@@ -578,8 +578,8 @@ class Soak:
         self.sent = 0
         self.withheld: list[str] = []
         self.dups: list[Any] = []
-        self.kills = 0
-        self.self_kills = 0
+        self.killed: set[int] = set()  # pids of the workers the soak SIGKILLed
+        self.workers: list[subprocess.Popen[bytes]] = []  # every worker it started
         self.incarnation = 0
         # (failpoint, marker): the workers started from a failpoint kill on carry it.
         self.armed: list[tuple[str, Path]] = []
@@ -705,19 +705,32 @@ class Soak:
         if self.armed and not self.armed[-1][1].exists():
             failpoint, marker = self.armed[-1]
             extra = {"LANDBOT_FAILPOINT": failpoint, "LANDBOT_FAILPOINT_MARKER": str(marker)}
-        self.children[name] = self.spawn("worker", **extra)
+        self.children[name] = worker = self.spawn("worker", **extra)
+        self.workers.append(worker)
 
-    def reap(self, restart: bool = True) -> None:
-        """Count and restart a worker that died by itself (its failpoint: SIGKILL within)."""
+    def reap(self) -> None:
+        """Restart a worker that died by itself (at its failpoint: SIGKILL within)."""
         for name in WORKERS:
             worker = self.children.get(name)
             if worker is not None and worker.returncode is None and worker.poll() is not None:
-                self.self_kills += worker.returncode == -signal.SIGKILL
-                if restart:
-                    self.start_worker(name)
+                self.start_worker(name)
 
     def failpoints_fired(self) -> list[str]:
         return [fp for fp, marker in self.armed if marker.exists()]
+
+    def failpoint_deaths(self) -> set[int]:
+        """The pids of the workers that died at their failpoint. Counted from the markers
+        (each names the process that wrote it, and SIGKILLed itself right after), not from
+        exit codes seen on the way: a worker that dies at its failpoint between a look and
+        the soak's own kill, or while the children stop, was counted nowhere before."""
+        ours = {w.pid for w in self.workers}
+        pids = set()
+        for _, marker in self.armed:
+            if marker.exists():
+                fields = marker.read_text().split()
+                if len(fields) == 2 and fields[1].isdigit() and int(fields[1]) in ours:
+                    pids.add(int(fields[1]))
+        return pids
 
     def tail(self, kind: str) -> str:
         logs = [p for p in self.logs if p.name.startswith(kind)]
@@ -915,9 +928,7 @@ class Soak:
             worker = self.children[name]
             if worker.poll() is None:
                 worker.kill()
-                self.kills += 1
-            else:  # it died at its failpoint since reap looked
-                self.self_kills += worker.returncode == -signal.SIGKILL
+                self.killed.add(worker.pid)
             worker.wait(timeout=15)
             self.start_worker(name)
 
@@ -971,7 +982,6 @@ class Soak:
                     last_poll = True
                     continue
             time.sleep(0.5)
-        self.reap(restart=False)  # a worker that died at its failpoint since the last look
         self.stop_children()
         return self.report(finished)
 
@@ -1149,8 +1159,9 @@ class Soak:
             "webhook_ack_max_ms": round(acks[-1] * 1000, 1),
             "deliveries_by_status": dict(counts.deliveries),
             "jobs_by_status": dict(counts.jobs),
-            "worker_sigkills": self.kills,
-            "worker_failpoint_kills": self.self_kills,
+            # A worker that died at its failpoint just before the soak's kill counts there.
+            "worker_sigkills": len(self.killed - self.failpoint_deaths()),
+            "worker_failpoint_kills": len(self.failpoint_deaths()),
             "failpoints_armed": [fp for fp, _ in self.armed],
             "failpoints_fired": self.failpoints_fired(),
             "polls": self.poll_runs,

@@ -66,7 +66,8 @@ def _fixer_ran(run: FixerRun) -> None:
 
 def failpoint_from_env() -> Callable[[str], None]:
     """`LANDBOT_FAILPOINT=<name>` makes the process SIGKILL itself at that point, once per
-    store (a marker file beside it): how the tests kill a worker between deciding and acting."""
+    store (a marker file beside it): how the tests kill a worker between deciding and acting.
+    The marker holds the name and the pid, so a harness knows which process died there."""
     wanted = os.environ.get("LANDBOT_FAILPOINT")
     marker = os.environ.get("LANDBOT_FAILPOINT_MARKER")
 
@@ -74,7 +75,7 @@ def failpoint_from_env() -> Callable[[str], None]:
         if name != wanted or not marker or os.path.exists(marker):
             return
         with open(marker, "w") as f:
-            f.write(name)
+            f.write(f"{name} {os.getpid()}\n")
         os.kill(os.getpid(), 9)
 
     return hit
