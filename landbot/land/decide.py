@@ -208,6 +208,25 @@ def fix_head_moved(drop: Drop, head_sha: str) -> FixerResult | None:
     return FixerResult("needs_human", summary=why, refused=why)
 
 
+def stand_down(pr: PrSnapshot, skip_label: str | None) -> str | None:
+    """The fixer's last look before it publishes: why its result must not reach the PR, or
+    None. A person (or any bot) who put the PR back in the queue, closed or merged it, or
+    marked it to be skipped while the job ran has decided: a push now would take a queued
+    PR out of the queue again, or touch one that is no longer landbot's to act on."""
+    if pr.state == "merged":
+        return "the pull request merged while the fixer worked: nothing pushed"
+    if pr.state == "closed":
+        return "the pull request was closed while the fixer worked: nothing pushed"
+    if pr.in_queue:
+        return (
+            "the pull request was put back in the merge queue while the fixer worked: "
+            "nothing pushed (a push would take it out of the queue again)"
+        )
+    if skip_label and skip_label in pr.labels:
+        return f"the pull request was marked {skip_label} while the fixer worked: nothing pushed"
+    return None
+
+
 def conflict_already_merged(base_ref: str, base_sha: str | None) -> FixerResult:
     """The head already contains the base: nothing conflicts, so it only needs the queue.
     (A `flaky` verdict, which for a conflict `decide` reads as "the conflict was gone".)"""

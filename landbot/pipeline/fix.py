@@ -9,7 +9,8 @@
 3. The fixer proper on that checkout (landbot/fixer/job.py): the host's clean merge, or the
    agent in the sandbox, and its verdict.
 4. For `fixed`: unless the PR's push cap is reached (decide.push_capped, on the counts
-   `budget` reads at that moment), re-read the pull request and publish
+   `budget` reads at that moment), re-read the pull request and, unless someone put it back
+   in the queue, closed, merged or skipped it meanwhile (decide.stand_down), publish
    (landbot/land/publish.py): validate the commits, push with a lease on the head the job
    started from, arm auto-merge.
 
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING
 from landbot import logs
 from landbot.core.model import Drop, Evidence, FixerResult, History
 from landbot.fixer.job import JobLimits, fix_checkout
-from landbot.land.decide import conflict_already_merged, fix_head_moved, push_capped
+from landbot.land.decide import conflict_already_merged, fix_head_moved, push_capped, stand_down
 from landbot.land.model import Policy
 from landbot.land.publish import PublishResult, publish
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from landbot.fixer.actions import ActionsBackend
     from landbot.fixer.agents import Agent
     from landbot.git.workspace import Workspaces
+    from landbot.github.models import PullState
     from landbot.github.ops import ActionsFixClient, FixClient
 
 log = logging.getLogger("landbot.fixer.job")
@@ -91,6 +93,9 @@ def run_fix_job(
                 logs.event(log, "fix not pushed: push cap", logging.WARNING, why=capped.refused)
                 return dataclasses.replace(capped, reproduce=reproduce)
         fresh = client.pull_request(drop.repo, drop.pr)
+        gone = _stood_down(fresh, policy, verdict.summary, verdict.recommendation, reproduce)
+        if gone is not None:
+            return gone
         published = publish(client, ws, fresh, settings)
     _published(drop, pr.head_ref, published)
     summary = verdict.summary
@@ -149,6 +154,9 @@ def run_actions_fix_job(
             logs.event(log, "fix not pushed: push cap", logging.WARNING, why=capped.refused)
             return dataclasses.replace(capped, reproduce=reproduce)
     fresh = client.pull_request(drop.repo, drop.pr)
+    gone = _stood_down(fresh, policy, verdict.summary, verdict.recommendation, reproduce)
+    if gone is not None:
+        return gone
     with workspaces.job(
         drop.repo,
         drop.pr,
@@ -172,6 +180,24 @@ def run_actions_fix_job(
         auto_merge_armed=published.auto_merge_error is None,
         patch=published.patch or "",
         files=published.files,
+        reproduce=reproduce,
+    )
+
+
+def _stood_down(
+    fresh: PullState, policy: Policy | None, summary: str, recommendation: str, reproduce: str
+) -> FixerResult | None:
+    """The job's result, unpublished, when the PR is no longer landbot's to push to
+    (decide.stand_down); the after-fixer decision then leaves the PR alone."""
+    why = stand_down(fresh.snapshot(), (policy or Policy()).skip_label)
+    if why is None:
+        return None
+    logs.event(log, "fix not pushed: the fixer stands down", logging.WARNING, why=why)
+    return FixerResult(
+        "fixed",
+        summary=summary,
+        recommendation=recommendation,
+        refused=why,
         reproduce=reproduce,
     )
 

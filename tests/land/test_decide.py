@@ -32,6 +32,7 @@ from landbot.land.decide import (
     pr_cap,
     push_capped,
     pushed_while_queued,
+    stand_down,
     superseded,
     taken_away,
     without_look,
@@ -780,3 +781,37 @@ def test_every_push_is_announced_before_the_status() -> None:
         if result is not None and not (result.pushed_sha and not result.refused):
             d = decide(DROP, OPEN, Evidence(), History(), CAPPED, result)
             assert not any(isinstance(a, AnnounceFix) for a in d.actions), (result, d)
+
+
+# --- the fixer's last look before it publishes (issue 27, point 4) -------------------------
+
+
+@pytest.mark.parametrize(
+    ("pr", "said"),
+    [
+        (replace(OPEN, state="merged"), "merged while the fixer worked"),
+        (replace(OPEN, state="closed"), "closed while the fixer worked"),
+        (replace(OPEN, in_queue=True), "put back in the merge queue while the fixer worked"),
+        (replace(OPEN, labels=("landbot:skip",)), "marked landbot:skip while the fixer worked"),
+    ],
+)
+def test_the_fixer_stands_down_when_a_person_has_decided(pr: PrSnapshot, said: str) -> None:
+    why = stand_down(pr, "landbot:skip")
+    assert why is not None and said in why and "nothing pushed" in why
+
+
+@pytest.mark.parametrize(
+    "pr",
+    [
+        OPEN,  # nobody acted
+        replace(OPEN, labels=("bug", "landbot:fixing")),  # other labels are no decision
+        replace(OPEN, auto_merge=True),  # armed auto-merge is not the queue
+    ],
+)
+def test_control_the_fixer_publishes_for_an_open_pr_nobody_took_back(pr: PrSnapshot) -> None:
+    assert stand_down(pr, "landbot:skip") is None
+
+
+def test_a_skip_label_switched_off_is_no_stand_down() -> None:
+    assert stand_down(replace(OPEN, labels=("landbot:skip",)), "") is None
+    assert stand_down(replace(OPEN, labels=("landbot:skip",)), None) is None
