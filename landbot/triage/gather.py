@@ -164,6 +164,7 @@ class Gatherer:
             # The drop's own record of the commit the queue tested: the fixer starts there.
             store.update_drop(drop.id, merge_group_sha=group.sha)
         verdicts, capped = self.explain_checks(gh, drop.repo, failed)
+        verdicts = self.test_reports(gh, drop.repo, failed, verdicts)
         verdicts = self.weigh_flaky(gh, store, drop, group, verdicts)
         cls, reason = overall(verdicts)
         if capped:
@@ -356,6 +357,19 @@ class Gatherer:
         except GitHubError as exc:
             log.warning("%s: annotations of %s not read (%s)", repo, check.name, exc.status)
             return ()
+
+    # --- test reports (issue 26.4) --------------------------------------------------------
+
+    def test_reports(
+        self, gh: TriageGitHub, repo: str, failed: Sequence[CheckRun], verdicts: list[JobVerdict]
+    ) -> list[JobVerdict]:
+        """The failed tests the runs' JUnit XML artifacts name, preferred to the log's for
+        the test names and the flaky ledger (triage/reports.py: one listing per run, a
+        download per matching artifact)."""
+        from landbot.triage.reports import DEFAULT_PATTERNS, with_reports
+
+        patterns = self.settings.triage.report_artifacts if self.settings else DEFAULT_PATTERNS
+        return with_reports(gh, repo, failed, verdicts, patterns=patterns)
 
     # --- merge conflicts ------------------------------------------------------------------
 
