@@ -246,7 +246,7 @@ def _failed_test(test: str, elem: Element, kind: Kind, limits: ReportLimits) -> 
     return FailedTest(
         test=test,
         message=_one_line(message, limits.max_message),
-        text=_clean(text.strip("\n"), limits.max_text),
+        text=_clean(text.rstrip().lstrip("\n"), limits.max_text),
         kind=kind,
     )
 
