@@ -199,3 +199,27 @@ def from_reports(job: JobFailure, reports: Sequence[Report], names: Sequence[str
         tests_from=", ".join(dict.fromkeys(names)),
         reported_tests=shown,
     )
+
+
+def reported_tests(
+    gh: object,
+    repo: str,
+    check: CheckRun,
+    *,
+    patterns: Sequence[str] = DEFAULT_PATTERNS,
+    limits: ReportLimits | None = None,
+) -> tuple[str, ...]:
+    """The failed tests the reports of one check's run name (the pull request's own head,
+    compared with the group's): the artifacts that fit the job, or the only one there is.
+    () when there is none, or GitHub would not list them."""
+    run_id = run_id_of(check)
+    if not patterns or run_id is None or not isinstance(gh, ReadsArtifacts):
+        return ()
+    found = ReportReader(gh, repo, patterns, limits or ReportLimits()).run(run_id)
+    if found is None:
+        return ()
+    arts = [a for a in found.artifacts if fits(a.name, check.name)]
+    if not arts and len(found.artifacts) == 1:
+        arts = found.artifacts
+    names = (t.test for a in arts for r in found.reports.get(a.id, []) for t in r.failed)
+    return tuple(dict.fromkeys(names))

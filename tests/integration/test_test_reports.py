@@ -163,3 +163,43 @@ def test_a_hostile_report_is_skipped_and_the_logs_names_stay(world: World) -> No
     assert job["failed_tests"] == ["tests/test_app.py::test_answer"]
     assert job["tests_from"] == ""
     assert (count(world, LIST_ROUTE), count(world, DOWNLOAD_ROUTE)) == (1, 1)
+
+
+def ledger_knows_the_reported_tests(world: World) -> Any:
+    """PR #1 fails the report's tests in its merge group, is handed back, is queued again
+    at the same head, passes and merges: the ledger holds them as passed on retry."""
+    reported = failing(QUIET_OUTPUT, ("junit-results", report_zip()))
+    first, _ = queue_and_fail(
+        world, "feat-one", fail_then_pass(reported, CheckScenario.passing("test"))
+    )
+    world.settle()
+    world.gh.enqueue(first, actor="alice")
+    assert world.gh.run_queue(world.repo)[-1].action == "merged"
+    world.settle()
+    return first
+
+
+def test_the_heads_own_report_is_compared_with_the_groups(world: World) -> None:
+    # The PR's own head fails `test` too: its log names another test (in another form),
+    # its report the same tests as the group's. Like is compared with like: the reports
+    # say it failed the same way, so it is genuine, whatever the ledger says.
+    head_run = failing(
+        ("FAILED tests/test_other.py::test_unrelated - assert 1 == 2",),
+        ("junit-results", report_zip()),
+    )
+
+    def heads(ctx: Any) -> CheckScenario:
+        return head_run if ctx.head_branch == "feat-two" else CheckScenario.passing("test")
+
+    world.gh.set_checks(world.repo, heads, event="pull_request")
+    ledger_knows_the_reported_tests(world)
+    second, _ = queue_and_fail(
+        world, "feat-two", failing(QUIET_OUTPUT, ("junit-results", report_zip()))
+    )
+    world.settle()
+    newest = world.store.drops()[0]
+    assert (newest.pr, newest.outcome, newest.class_) == (second.number, "handed_back", "genuine")
+    [job] = evidence_of(newest)["jobs"]
+    assert job["flaky_evidence"].startswith(
+        f"it failed the same way (`{REPORTED[0]}`, `{REPORTED[1]}`) on the pull request's own head"
+    )

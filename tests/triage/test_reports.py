@@ -240,3 +240,27 @@ def test_an_artifact_fits_a_matrix_job_by_its_values(
     artifact: str, job: str, expected: bool
 ) -> None:
     assert fits(artifact, job) is expected
+
+
+def test_the_heads_run_reports_name_its_tests() -> None:
+    from landbot.triage.reports import reported_tests
+
+    gh = FakeArtifacts(
+        {
+            7: [("junit-results", zipped({"r.xml": PYTEST}))],
+            8: [("junit-lint", b"x"), ("junit-test", zipped({"r.xml": report("a.T", "x")}))],
+            9: [("coverage", b"x")],
+        }
+    )
+    assert reported_tests(gh, "r/r", check(1, 7)) == REPORTED  # the only report of the run
+    assert reported_tests(gh, "r/r", check(2, 8, name="test")) == ("a.T.x",)  # its own
+    assert reported_tests(gh, "r/r", check(3, 9)) == ()
+    assert reported_tests(object(), "r/r", check(1, 7)) == ()
+    assert gh.calls == [
+        "list 7",
+        "download 700",
+        "list 8",
+        "download 800",
+        "download 801",
+        "list 9",
+    ]
