@@ -364,30 +364,6 @@ class Gatherer:
             log.warning("%s: annotations of %s not read (%s)", repo, check.name, exc.status)
             return ()
 
-    # --- test reports (issue 26.4) --------------------------------------------------------
-
-    def test_reports(
-        self, gh: TriageGitHub, repo: str, failed: Sequence[CheckRun], verdicts: list[JobVerdict]
-    ) -> list[JobVerdict]:
-        """The failed tests the runs' JUnit XML artifacts name, preferred to the log's for
-        the test names and the flaky ledger (triage/reports.py: one listing per run, a
-        download per matching artifact)."""
-        from landbot.triage.reports import with_reports
-
-        return with_reports(gh, repo, failed, verdicts, patterns=self.report_patterns())
-
-    def head_report_tests(self, gh: TriageGitHub, repo: str, check: CheckRun) -> tuple[str, ...]:
-        """The failed tests the reports of the head's own run of a check name (one listing,
-        and a download per matching artifact)."""
-        from landbot.triage.reports import reported_tests
-
-        return reported_tests(gh, repo, check, patterns=self.report_patterns())[:MAX_TESTS]
-
-    def report_patterns(self) -> Sequence[str]:
-        from landbot.triage.reports import DEFAULT_PATTERNS
-
-        return self.settings.triage.report_artifacts if self.settings else DEFAULT_PATTERNS
-
     # --- merge conflicts ------------------------------------------------------------------
 
     def mirrors(self) -> Mirrors:
@@ -436,6 +412,30 @@ class Gatherer:
             conflicts_all_quest=report.all_quest,
             base_sha=base_sha,
         )
+
+    # --- test reports (issue 26.4) --------------------------------------------------------
+
+    def test_reports(
+        self, gh: TriageGitHub, repo: str, failed: Sequence[CheckRun], verdicts: list[JobVerdict]
+    ) -> list[JobVerdict]:
+        """The failed tests the runs' JUnit XML artifacts name, preferred to the log's for
+        the test names and the flaky ledger (triage/reports.py: one listing per run, a
+        download per matching artifact)."""
+        from landbot.triage.reports import with_reports
+
+        return with_reports(gh, repo, failed, verdicts, patterns=self.report_patterns())
+
+    def head_report_tests(self, gh: TriageGitHub, repo: str, check: CheckRun) -> tuple[str, ...]:
+        """The failed tests the reports of the head's own run of a check name (one listing,
+        and a download per matching artifact)."""
+        from landbot.triage.reports import reported_tests
+
+        return reported_tests(gh, repo, check, patterns=self.report_patterns())[:MAX_TESTS]
+
+    def report_patterns(self) -> Sequence[str]:
+        from landbot.triage.reports import DEFAULT_PATTERNS
+
+        return self.settings.triage.report_artifacts if self.settings else DEFAULT_PATTERNS
 
 
 # --- the merge-group commit -----------------------------------------------------------------
