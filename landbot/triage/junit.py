@@ -57,11 +57,12 @@ class ReportLimits:
     max_entries: int = 5000  # zip entries looked at
     max_files: int = 100  # XML files parsed, in all
     max_file_bytes: int = 16 * 1024 * 1024  # one XML file, inflated
-    max_total_bytes: int = 64 * 1024 * 1024  # every XML file, inflated
+    max_total_bytes: int = 32 * 1024 * 1024  # every XML file of a run, inflated
     max_ratio: int = 200  # inflated / compressed, for an entry over ratio_floor
     ratio_floor: int = 1024 * 1024
     max_depth: int = 32  # real reports nest suites a few levels deep
-    max_testcases: int = 100_000  # per file; the rest of the file is not read
+    max_testcases: int = 50_000  # per file; the rest of the file is not read
+    max_elements: int = 500_000  # per file (a case is a few); bounds the time and memory
     max_failures: int = 200  # failed tests kept per file
     max_message: int = 300  # characters of a failure's message kept
     max_text: int = 2000  # characters of a failure's text kept (its start: the assertion)
@@ -141,12 +142,26 @@ class _Case:
     skipped: bool
 
 
+@dataclass
+class _Outcome:
+    """What the attempts of one test add up to (a report may list a test once per run)."""
+
+    failed: FailedTest | None = None
+    passed: bool = False
+    flaky: bool = False
+
+
+# Kept for a failed test past the cap on failures: its name counts, its text is not kept.
+_UNKEPT = FailedTest("", "")
+_SUITES = ("testsuites", "testsuite")
+
+
 def _parse(data: bytes, name: str, limits: ReportLimits) -> Report:
     stack: list[Element] = []
     suites: list[str] = []  # names of the enclosing <testsuite>s
     dialect = ""
-    outcomes: dict[str, list[_Case]] = {}
-    tests = skipped = 0
+    outcomes: dict[str, _Outcome] = {}
+    tests = skipped = elements = kept = 0
     truncated = False
     events = iterparse(
         io.BytesIO(data),
@@ -158,11 +173,15 @@ def _parse(data: bytes, name: str, limits: ReportLimits) -> Report:
     for event, elem in events:
         tag = _local(elem.tag)
         if event == "start":
-            if not stack and tag not in ("testsuites", "testsuite"):
+            if not stack and tag not in _SUITES:
                 raise _Refused(f"not a JUnit report (its root is <{_shown(tag, 40)}>)")
             if len(stack) >= limits.max_depth:
                 raise _Refused(f"nested more than {limits.max_depth} elements deep")
-            if tag in ("testsuites", "testsuite") and not dialect:
+            elements += 1
+            if elements > limits.max_elements:
+                truncated = True  # what was read stands; the rest is not read
+                break
+            if tag in _SUITES and not dialect:
                 dialect = _dialect(tag, elem.get("name") or "")
             if tag == "testsuite":
                 suites.append(elem.get("name") or "")
@@ -171,32 +190,34 @@ def _parse(data: bytes, name: str, limits: ReportLimits) -> Report:
         stack.pop()
         if tag == "testsuite" and suites:
             suites.pop()
-        if tag != "testcase":
-            if tag == "properties" and stack:
-                stack[-1].remove(elem)  # environment dumps (Surefire's) are not kept
-            continue
-        tests += 1
-        case = _case(elem, dialect, suites[-1] if suites else "", limits)
-        if stack:
-            stack[-1].remove(elem)  # read: let it go (a report may hold 100,000 cases)
-        skipped += case.skipped
-        outcomes.setdefault(case.test, []).append(case)
+        if tag == "testcase":
+            tests += 1
+            case = _case(elem, dialect, suites[-1] if suites else "", limits)
+            skipped += case.skipped
+            seen = outcomes.setdefault(case.test, _Outcome())
+            if case.failed is not None and seen.failed is None:
+                kept += 1
+                seen.failed = case.failed if kept <= limits.max_failures else _UNKEPT
+            seen.passed |= case.failed is None and not case.skipped
+            seen.flaky |= case.flaky
+        # Whatever a suite holds is let go once read (its cases, Surefire's environment
+        # dump, its output): only the outcomes are kept, however long the report.
+        if stack and _local(stack[-1].tag) in _SUITES:
+            stack[-1].remove(elem)
         if tests >= limits.max_testcases:
             truncated = True
             break
     failed: list[FailedTest] = []
     flaky: list[str] = []
-    for test, cases in outcomes.items():
-        failures = [c.failed for c in cases if c.failed is not None]
-        # A report that lists each attempt (pytest-rerunfailures, retrying runners): a
-        # failed attempt and a passed one make the test flaky, not failed.
-        passed = any(c.failed is None and not c.skipped for c in cases)
-        if failures and not passed and not any(c.flaky for c in cases):
-            if len(failed) < limits.max_failures:
-                failed.append(failures[0])
-            else:
+    for test, seen in outcomes.items():
+        # A failed attempt and a passed one (pytest-rerunfailures, a retrying runner
+        # listing each attempt), or Surefire's flakyFailure: flaky, not failed.
+        if seen.failed is not None and not seen.passed and not seen.flaky:
+            if seen.failed is _UNKEPT:
                 truncated = True
-        elif failures or any(c.flaky for c in cases):
+            else:
+                failed.append(seen.failed)
+        elif seen.failed is not None or seen.flaky:
             flaky.append(test)
     return Report(
         name,

@@ -362,3 +362,22 @@ def test_a_hostile_name_is_shown_inert() -> None:
     [report] = reports
     assert report.refused.startswith("refused: DTDForbidden")
     assert "\x1b" not in report.name and "\u202e" not in report.name
+
+
+def test_a_wide_report_is_cut_at_the_element_cap() -> None:
+    wide = b"<testsuite>" + b"<property/>" * 5000 + GOOD[GOOD.index(b"<testcase") :]
+    cut = parse_report(wide, limits=ReportLimits(max_elements=1000))
+    assert (cut.tests, cut.failed, cut.truncated) == (0, (), True)
+    # Control: under the cap the same report reads to its end.
+    assert [t.test for t in parse_report(wide).failed] == ["pkg.ATest.bad"]
+
+
+def test_failures_past_the_cap_count_as_truncated_not_kept() -> None:
+    cases = b"".join(
+        f'<testcase classname="c" name="t{i}"><failure message="m">{"x" * 100}</failure>'
+        f"</testcase>".encode()
+        for i in range(300)
+    )
+    report = parse_report(b"<testsuite>" + cases + b"</testsuite>")
+    assert len(report.failed) == ReportLimits().max_failures and report.truncated
+    assert all(t.test for t in report.failed)
