@@ -228,6 +228,9 @@ def test_billion_laughs_is_refused_unexpanded() -> None:
     report = parse_report(BILLION_LAUGHS, "TEST-laughs.xml")
     assert report.refused.startswith("refused: DTDForbidden")
     assert report.failed == ()
+    # Control: the same report with its message written out, no DTD, reads.
+    body = BILLION_LAUGHS[BILLION_LAUGHS.index(b"]>") + 2 :].replace(b"&lol9;", b"lol")
+    assert [(t.test, t.message) for t in parse_report(body).failed] == [("a.b", "lol")]
 
 
 def test_an_external_entity_is_refused() -> None:
@@ -237,7 +240,9 @@ def test_an_external_entity_is_refused() -> None:
         1,
     ).replace(b"trace", b"&xxe;")
     report = parse_report(xxe)
-    assert report.refused.startswith("refused: ") and "passwd" not in repr(report)
+    assert report.refused.startswith("refused: ") and "root:" not in repr(report)
+    # Control: without the DOCTYPE the same report reads.
+    assert [t.test for t in parse_report(GOOD).failed] == ["pkg.ATest.bad"]
 
 
 def test_a_dtd_alone_is_refused() -> None:
@@ -247,6 +252,7 @@ def test_a_dtd_alone_is_refused() -> None:
         1,
     )
     assert parse_report(with_dtd).refused == "refused: DTDForbidden (no DTD or entity is read)"
+    assert parse_report(GOOD).refused == ""  # control: the same report without it
 
 
 def test_an_oversized_file_is_refused_before_parsing() -> None:
@@ -314,6 +320,17 @@ def test_a_zip_bomb_is_skipped_before_inflating() -> None:
     # Control: the same file stored (no compression, nothing to amplify) reads.
     reports, skipped = reports_in_zip(zipped({"TEST-big.xml": bomb}, zipfile.ZIP_STORED))
     assert skipped == [] and len(reports) == 1
+
+
+def test_an_oversized_entry_is_skipped_before_inflating() -> None:
+    big = GOOD.replace(b"trace", b"x" * 5000)
+    limits = ReportLimits(max_file_bytes=4096)
+    reports, skipped = reports_in_zip(zipped({"TEST-big.xml": big, "TEST-a.xml": GOOD}), limits)
+    assert [r.name for r in reports] == ["TEST-a.xml"]
+    assert skipped == ["TEST-big.xml: 5,184 bytes inflated, over the cap of 4,096"]
+    # Control: under a cap it fits, it reads.
+    reports, skipped = reports_in_zip(zipped({"TEST-big.xml": big}))
+    assert skipped == [] and reports[0].failed[0].test == "pkg.ATest.bad"
 
 
 def test_an_entry_that_lies_about_its_size_is_stopped() -> None:
