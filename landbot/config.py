@@ -420,6 +420,11 @@ class TriageSettings(_Section):
     max_log_bytes: int = Field(
         20 * 1024 * 1024, ge=1024, description="bytes of a job log kept (the tail)"
     )
+    report_artifacts: list[str] = Field(
+        default_factory=lambda: ["*junit*", "*test-results*"],
+        description="artifact names (fnmatch, any case) of a failed run read as JUnit XML "
+        "test reports: their failed tests are preferred to the log's; [] reads none",
+    )
 
 
 class WorkerSettings(_Section):

@@ -66,6 +66,16 @@ class FailedCheck:
 
 
 @dataclass(frozen=True)
+class ReportedTest:
+    """A failed test as the run's JUnit XML report names it (triage/junit.py): its
+    identity (the flaky ledger's key), its message in one line, and the start of its text."""
+
+    test: str
+    message: str = ""
+    text: str = ""
+
+
+@dataclass(frozen=True)
 class JobFailure:
     """What triage found in one failed job's log (filled by the triage stage)."""
 
@@ -91,6 +101,11 @@ class JobFailure:
     failed_tests: tuple[str, ...] = ()
     log_class: TriageClass | None = None
     flaky_evidence: str = ""
+    # When the run's test report named the failed tests (issue 26.4), `failed_tests` are
+    # its names, `tests_from` the artifact(s) read, and `reported_tests` the first few
+    # failures with their messages; otherwise the log's names, "" and ().
+    tests_from: str = ""
+    reported_tests: tuple[ReportedTest, ...] = ()
 
 
 @dataclass(frozen=True)

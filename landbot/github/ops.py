@@ -164,6 +164,15 @@ class ReadsAnnotations(Protocol):
     def check_run_annotations(self, repo: str, check_run_id: int) -> list[Annotation]: ...
 
 
+@runtime_checkable
+class ReadsArtifacts(Protocol):
+    """A workflow run's artifacts: optional for triage (its test reports, issue 26.4)."""
+
+    def run_artifacts(self, repo: str, run_id: int) -> list[Artifact]: ...
+
+    def download_artifact(self, repo: str, artifact_id: int, *, max_bytes: int) -> bytes: ...
+
+
 class FixClient(ReadsPull, ArmsAutoMerge, Protocol):
     """What one land-fixer job needs: the pull request re-read, then publishing."""
 

@@ -324,8 +324,22 @@ def _jobs(evidence: Evidence) -> list[str]:
         lines.append(f"- {head}{step}: {_inert(job.summary)} _({_class_note(job)})_{at}")
         if job.flaky_evidence:
             lines.append(f"  - **Evidence:** {_inert(job.flaky_evidence)}.")
+        lines += _reported(job)
         if job.excerpt:
             lines += ["", *(f"  {line}" if line else "" for line in _excerpt(job))]
+    return lines
+
+
+def _reported(job: JobFailure) -> list[str]:
+    """The failed tests the run's test report names, the first with their messages."""
+    if not job.reported_tests:
+        return []
+    count = len(job.failed_tests)
+    more = f" ({count} in all)" if count > len(job.reported_tests) else ""
+    lines = [f"  - **Failed tests** from the test report {_code(job.tests_from)}{more}:"]
+    for test in job.reported_tests:
+        message = f": {_inert(_sentence(test.message))}" if test.message else ""
+        lines.append(f"    - {_code(test.test)}{message}")
     return lines
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from landbot.core.model import Evidence, FailedCheck, FixerResult, JobFailure
+from landbot.core.model import Evidence, FailedCheck, FixerResult, JobFailure, ReportedTest
 from landbot.land.model import (
     HANDBACK_TOPICS,
     STATUS_TOPICS,
@@ -73,6 +73,7 @@ def evidence_from(data: dict[str, Any]) -> Evidence:
                 "error_lines": tuple(j["error_lines"]),
                 "failed_tests": tuple(j.get("failed_tests", ())),
                 "excerpt": tuple(tuple(x) for x in j["excerpt"]),
+                "reported_tests": tuple(ReportedTest(**t) for t in j.get("reported_tests", ())),
             }
         )
         for j in ev.get("jobs", ())

@@ -957,6 +957,11 @@ class FakeGitHub:
             for spec in wf.jobs:
                 job = self._create_job(repo, run, spec, now)
                 created.append(self._job_check_run(repo, run, job))
+            if wf.artifacts:
+                from landbot.sim.actions import engine
+
+                for name, data in wf.artifacts:
+                    engine(self).add_artifact(run.id, name, data)
             self._refresh_run(repo, run, message)
         for other in scenario.checks:
             cid = self.ids.next("check_run")

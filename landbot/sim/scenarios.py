@@ -131,6 +131,8 @@ class WorkflowSpec:
     name: str = "CI"
     path: str = ".github/workflows/ci.yml"
     jobs: tuple[JobSpec, ...] = (JobSpec("test"),)
+    # Artifacts the run uploads, (name, zip bytes): a JUnit report for triage to read.
+    artifacts: tuple[tuple[str, bytes], ...] = ()
 
 
 @dataclass(frozen=True)

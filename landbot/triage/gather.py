@@ -164,6 +164,7 @@ class Gatherer:
             # The drop's own record of the commit the queue tested: the fixer starts there.
             store.update_drop(drop.id, merge_group_sha=group.sha)
         verdicts, capped = self.explain_checks(gh, drop.repo, failed)
+        verdicts = self.test_reports(gh, drop.repo, failed, verdicts)
         verdicts = self.weigh_flaky(gh, store, drop, group, verdicts)
         cls, reason = overall(verdicts)
         if capped:
@@ -257,9 +258,15 @@ class Gatherer:
             weighed.append(JobVerdict(after, why))
         return weighed
 
-    def head_tests(self, gh: TriageGitHub, repo: str, check: CheckRun) -> tuple[str, ...] | None:
+    def head_tests(
+        self, gh: TriageGitHub, repo: str, check: CheckRun, *, reports: bool = False
+    ) -> tuple[str, ...] | None:
         """The failed tests the log of the head's own run of a check names (None: GitHub
-        did not serve it)."""
+        did not serve it); with `reports` (the group's job took its tests from a test
+        report), those the head run's reports name first, so like is compared with like."""
+        named = self.head_report_tests(gh, repo, check) if reports else ()
+        if named:
+            return named
         try:
             with gh.job_log(repo, check.id) as chunks:
                 parsed = parse_log(chunks, max_bytes=self.max_log_bytes)
@@ -406,6 +413,30 @@ class Gatherer:
             base_sha=base_sha,
         )
 
+    # --- test reports (issue 26.4) --------------------------------------------------------
+
+    def test_reports(
+        self, gh: TriageGitHub, repo: str, failed: Sequence[CheckRun], verdicts: list[JobVerdict]
+    ) -> list[JobVerdict]:
+        """The failed tests the runs' JUnit XML artifacts name, preferred to the log's for
+        the test names and the flaky ledger (triage/reports.py: one listing per run, a
+        download per matching artifact)."""
+        from landbot.triage.reports import with_reports
+
+        return with_reports(gh, repo, failed, verdicts, patterns=self.report_patterns())
+
+    def head_report_tests(self, gh: TriageGitHub, repo: str, check: CheckRun) -> tuple[str, ...]:
+        """The failed tests the reports of the head's own run of a check name (one listing,
+        and a download per matching artifact)."""
+        from landbot.triage.reports import reported_tests
+
+        return reported_tests(gh, repo, check, patterns=self.report_patterns())[:MAX_TESTS]
+
+    def report_patterns(self) -> Sequence[str]:
+        from landbot.triage.reports import DEFAULT_PATTERNS
+
+        return self.settings.triage.report_artifacts if self.settings else DEFAULT_PATTERNS
+
 
 # --- the merge-group commit -----------------------------------------------------------------
 
@@ -546,7 +577,9 @@ class HeadChecks:
         tests: tuple[str, ...] | None = None
         if state == "failed" and job.failed_tests and check.app_slug == ACTIONS_APP:
             if check.id not in self._tests:
-                self._tests[check.id] = self._gatherer.head_tests(self._gh, self._drop.repo, check)
+                self._tests[check.id] = self._gatherer.head_tests(
+                    self._gh, self._drop.repo, check, reports=bool(job.tests_from)
+                )
             tests = self._tests[check.id]
         return flaky.HeadCheck(self._drop.head_sha, state, tests)
 

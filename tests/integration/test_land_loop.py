@@ -42,11 +42,12 @@ def test_ci_failure_is_handed_back_with_the_failed_checks(world: World) -> None:
     assert world.mutations() == []  # nothing re-enqueued
     # Re-read the PR, its group's check runs, the failed job, its log (the API's redirect and
     # the storage host), the newest merge-group runs (the PRs ahead in the group), the bot's
-    # login, the comments, the status and hand-back comments; and the `landbot` check run's
-    # create, which GitHub refuses to this World's personal token (an App's run costs 2:
+    # login, the comments, the status and hand-back comments; the failed run's artifacts
+    # (its test reports, none here); and the `landbot` check run's create, which GitHub
+    # refuses to this World's personal token (an App's run costs 2:
     # tests/integration/test_check_run.py).
     calls = world.calls() - before
-    assert calls <= 11, world.server.requests.counts()
+    assert calls <= 12, world.server.requests.counts()
 
 
 def test_ci_timeout_is_requeued_once_even_when_the_delivery_repeats_and_a_poll_sees_it(

@@ -70,3 +70,22 @@ def test_a_plan_of_issue_13_round_trips_through_json() -> None:
     _, _, loaded = plan_from(old)
     assert loaded == FixerResult("fixed")
     assert plan_from(old)[0].actions[2] == HandBack("policy")
+
+
+def test_a_plan_with_a_test_reports_failures_round_trips_through_json() -> None:
+    """The failed tests a run's test report named (issue 26.4) come back as the typed
+    values they were saved as, through real JSON."""
+    import json
+
+    from landbot.core.model import ReportedTest
+
+    job = replace(
+        EVIDENCE.jobs[0],
+        failed_tests=("tests/a.py::test_x", "tests/a.py::test_y"),
+        tests_from="junit-results",
+        reported_tests=(ReportedTest("tests/a.py::test_x", "assert 1 == 2", "E assert 1 == 2"),),
+    )
+    evidence = replace(EVIDENCE, jobs=(job,))
+    decision = Decision("handed_back", (Status("handed_back"), HandBack("policy")), "w")
+    saved = json.loads(json.dumps(plan_json(decision, evidence, None)))
+    assert plan_from(saved) == (decision, evidence, None)
