@@ -49,6 +49,7 @@ __all__ = [
     "EXCERPT_TEXT",
     "EXPLAINS",
     "FAILURE_KINDS",
+    "GENERIC_KINDS",
     "NAMES",
     "NEARBY",
     "SURROUNDS",
@@ -66,7 +67,10 @@ EXCERPT_TEXT = 500
 # Kinds that name a failed test (the flaky ledger's keys) and kinds that state a failure
 # (error lines); every test kind is a failure kind.
 TEST_KINDS: frozenset[str] = _TEST_KINDS
-FAILURE_KINDS: frozenset[str] = _FAILURE_KINDS | _TEST_KINDS
+# The generic rules' kinds (generic.py) and a line only the failing run printed
+# (compare.py): failure lines whatever the ecosystem.
+GENERIC_KINDS: frozenset[str] = frozenset({"fresh"})
+FAILURE_KINDS: frozenset[str] = _FAILURE_KINDS | _TEST_KINDS | GENERIC_KINDS
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from landbot.core.model import TriageClass
+from landbot.triage.baseline import Baseline
 from landbot.triage.classify import (
     Classification,
     Match,
@@ -26,6 +27,7 @@ from landbot.triage.classify import (
     compile_rules,
     pr_fault,
 )
+from landbot.triage.compare import fresh_in_parsed, weigh
 from landbot.triage.context import (
     TEST_KINDS,
     ExcerptLine,
@@ -43,7 +45,7 @@ from landbot.triage.log import (
 from landbot.triage.steps import AnnotationLike, StepInput, StepLike, pick
 from landbot.triage.summary import summarize
 
-__all__ = ["AnnotationLike", "LogExplanation", "StepInput", "StepLike", "explain_log"]
+__all__ = ["AnnotationLike", "Baseline", "LogExplanation", "StepInput", "StepLike", "explain_log"]
 
 ERROR_LINES_MAX = 50
 
@@ -117,15 +119,17 @@ def explain_log(
     rules: Iterable[RuleLike | Mapping[str, str] | Rule] = (),
     max_bytes: int = DEFAULT_MAX_BYTES,
     context_lines: int = DEFAULT_CONTEXT_LINES,
+    baselines: Sequence[Baseline] = (),
 ) -> LogExplanation:
     """Read a job log (a binary file, an iterator of byte chunks, or bytes) and explain it.
 
     Rules are compiled before the log is read, so a bad rule fails fast with a
-    LandbotError (one line naming the rule).
+    LandbotError (one line naming the rule). `baselines`: passing logs of the same job
+    (baseline.read_baseline); a line one of them printed too is not why this run failed.
     """
     compiled = compile_rules(rules)
     parsed = parse_log(stream, max_bytes=max_bytes, context_lines=context_lines)
-    return explain_parsed(parsed, steps=steps, rules=compiled)
+    return explain_parsed(parsed, steps=steps, rules=compiled, baselines=baselines)
 
 
 def explain_parsed(
@@ -134,12 +138,16 @@ def explain_parsed(
     steps: Sequence[StepInput] | None = None,
     rules: Sequence[Rule] = (),
     annotations: Sequence[AnnotationLike] = (),
+    baselines: Sequence[Baseline] = (),
 ) -> LogExplanation:
     """Explain a parsed log; `steps` (the jobs API's) and `annotations` (the check run's)
-    pick the failing step's section before the log is read (steps.py)."""
+    pick the failing step's section before the log is read (steps.py); `baselines` (the
+    same job's passing logs) demote the lines they show too (compare.py)."""
     chosen = pick(parsed, steps=steps, annotations=annotations)
     parsed = chosen.parsed
     marks = find_marks(parsed)
+    if baselines:
+        marks = weigh(marks, fresh_in_parsed(parsed, baselines), parsed.region)
     result: Classification = classify(parsed, marks, rules, step_name=chosen.api_name)
     title = parsed.step_title if parsed.first_error else None
     step, number = chosen.step, chosen.number
