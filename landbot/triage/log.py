@@ -762,7 +762,7 @@ class _Scanner:
             return
         part = self.part
         if part.error_line is None:
-            if not part.post and part.header is not None:
+            if not part.post and (part.header is not None or not self.headers):
                 _remember_last(part.last, data, pos, end, end_line)
             self._ring_add(_Block(line, data[pos:end]))
             return
@@ -876,8 +876,10 @@ class _Scanner:
                 self.dropped += 1
             self.kept.append(part)
             self.kept_bytes += part.size
-        elif not part.post and part.header is not None and not self.kept:
-            # Only its end can show a failure in words: keep its last lines.
+        elif not part.post and (part.header is not None or not self.headers) and not self.kept:
+            # Only its end can show a failure in words: keep its last lines. A log with
+            # no step headers at all (Jenkins, Buildkite, GitLab consoles, or a bare
+            # command's output) is one step, read this way too.
             part.pinned = list(self.ring)
             part.pinned_bytes = self.ring_bytes
             lines = sum(_lines_in(b.data, 0, len(b.data)) for b in part.pinned)
@@ -1159,7 +1161,8 @@ def _by_order(headers: Sequence[_Header], index: int, latest: int | None = -1) -
 _FAILURE_TEXT = re.compile(
     r"\b(?:[Ee]rror|ERROR|[Ff]atal|FATAL)(?:\[\w+\])?:|\bFAIL(?:ED|URE)?\b|\bpanic:|"
     r"^Traceback \(most|Segmentation fault|exit (?:code|status) [1-9]|"
-    r"make(?:\[\d+\])?: \*\*\*|npm ERR!|BUILD FAILED|\bfailed with exit code"
+    r"make(?:\[\d+\])?: \*\*\*|npm ERR!|BUILD FAILED|\bfailed with exit code|"
+    r"\bexited with (?:code|status) [1-9]"
 )
 
 
