@@ -27,7 +27,7 @@ import itertools
 import re
 import struct
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from landbot.errors import LandbotError
@@ -72,12 +72,11 @@ class BaselineError(LandbotError, ValueError):
 # --- normalising ------------------------------------------------------------------------
 
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
-# After the digits are zeros: a timestamp prefix (the runner's), at a line's start.
-_TIMESTAMP = re.compile(rb"\n(?:\xef\xbb\xbf)?0000-00-00T00:00:00(?:\.0+)?Z ")
-_BOM = re.compile(rb"\n\xef\xbb\xbf")
+# After the digits are zeros: the runner's timestamp prefix at a line's start.
+_STAMP = re.compile(rb"0000-00-00T00:00:00(?:\.0+)?Z ")
 _ANSI_B = re.compile(_ANSI.pattern.encode())
-# clean_line's control characters, \r aside (a progress bar's redraw: handled per line).
-_CONTROLS = bytes(c for c in range(32) if c not in (9, 10, 13)) + b"\x7f"
+# clean_line's control characters (after the ANSI codes and the redraws).
+_CONTROLS = bytes(c for c in range(32) if c not in (9, 10)) + b"\x7f"
 # A hex token that holds a digit: from its first zero on, then the hex letters before it
 # (the same pattern on the reversed text): `3fa9c0d` and `e29b41d4` both become `0`.
 _HEX_AFTER = re.compile(rb"0[0a-fA-F]*")
@@ -122,34 +121,24 @@ def step_key(title: str | None) -> str:
     return mask(title).decode("utf-8", "replace").strip()[:TITLE_CAP]
 
 
-def _clean_block(data: bytes) -> bytes:
-    """``clean_line`` for a block of raw lines (with ``\\n`` before its first line)."""
-    if b"\x1b" in data:
-        data = _ANSI_B.sub(b"", data)
-    data = data.translate(None, _CONTROLS)
-    if b"\r" in data:
-        data = _redraws(data)
-    return data
-
-
-def _redraws(data: bytes) -> bytes:
-    """A line with ``\\r`` shows its last non-empty drawing (as ``clean_line``)."""
-    lines = data.split(b"\n")
-    for i, line in enumerate(lines):
-        if b"\r" in line:
-            parts = [p for p in line.split(b"\r") if p.strip()]
-            lines[i] = parts[-1] if parts else b""
-    return b"\n".join(lines)
-
-
-def _normalise_block(block: bytes) -> bytes:
-    """A block of raw log lines, cleaned and masked, with ``\\n`` before its first line."""
-    data = b"\n" + block
-    data = data.translate(_DIGITS)  # first: the timestamp pattern sees zeros
-    data = _TIMESTAMP.sub(b"\n", data)
-    if b"\xef\xbb\xbf" in data:
-        data = _BOM.sub(b"\n", data)
-    return _mask_cleaned(_clean_block(data))
+def _raw_key(raw: bytes) -> int | None:
+    """The key of one raw line whose digits are already zeros (``clean_line``, then
+    ``mask``), None for a blank one."""
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    m = _STAMP.match(raw)
+    if m is not None:
+        raw = raw[m.end() :]
+    if b"\x1b" in raw:
+        raw = _ANSI_B.sub(b"", raw)
+    if b"\r" in raw:
+        # A progress bar redraws the line: a terminal shows the last non-empty drawing.
+        parts = [p for p in raw.split(b"\r") if p.strip()]
+        raw = parts[-1] if parts else b""
+    line = _mask_cleaned(raw.translate(None, _CONTROLS)).strip()
+    return _key(line) if line else None
 
 
 # --- the value --------------------------------------------------------------------------
@@ -243,65 +232,71 @@ class Baseline:
 
 # --- reading ----------------------------------------------------------------------------
 
-_RUN = b"\n##[group]Run "
+_RUN = b"##[group]Run "
 
 
 @dataclass
 class _Reader:
+    """Keys of the distinct lines, per step. A block's lines are compared as they are
+    (digits made zeros: a C-level ``translate``) against the lines seen lately, so only
+    a line not seen yet is cleaned, masked and hashed: a test log prints the same few
+    shapes of line millions of times."""
+
     steps: dict[str, set[int]]
     title: str = ""
     keys: int = 0
     complete: bool = True
-    recent: set[bytes] | None = None
+    recent: set[bytes] = field(default_factory=set)
 
-    def add(self, normalised: bytes) -> None:
-        recent = self.recent if self.recent is not None else set()
-        self.recent = recent
-        fresh = set(normalised.split(b"\n"))
-        fresh -= recent
+    def add(self, block: bytes) -> None:
+        fresh = set(block.split(b"\n"))
+        fresh -= self.recent
         if not fresh:
             return
-        if len(recent) > _RECENT_CAP:
-            recent.clear()
-        recent |= fresh
+        if len(self.recent) > _RECENT_CAP:
+            self.recent.clear()
+        self.recent |= fresh
         keys = self.steps.setdefault(self.title, set())
-        for line in fresh:
-            line = line.strip()
-            if not line:
+        for raw in fresh:
+            key = _raw_key(raw[:LINE_CAP])
+            if key is None or key in keys:
                 continue
             if self.keys >= MAX_KEYS:
                 self.complete = False
                 return
-            key = _key(line)
-            if key not in keys:
-                keys.add(key)
-                self.keys += 1
+            keys.add(key)
+            self.keys += 1
 
     def open_step(self, title: str) -> None:
         self.title = title
-        self.recent = None  # another step: its lines are its own
+        self.recent = set()  # another step: its lines are its own
 
 
-def _step_cuts(normalised: bytes) -> Iterator[tuple[int, int, str | None]]:
-    """(start, end, title) of the parts of a normalised block; title None: the part
-    continues the step before it."""
+def _step_cuts(data: bytes) -> Iterator[tuple[int, int, str | None]]:
+    """(start, end, title) of the parts of a block (digits made zeros); title None: the
+    part continues the step before it. A header is ``##[group]Run …`` at a line's start
+    (after a BOM and the runner's timestamp)."""
     pos = 0
     title: str | None = None
-    at = normalised.find(_RUN)
+    at = data.find(_RUN)
     while at != -1:
-        yield pos, at, title
-        end = normalised.find(b"\n", at + 1)
-        end = len(normalised) if end == -1 else end
-        raw = normalised[at + len(b"\n##[group]") : end]
-        title = raw.decode("utf-8", "replace").strip()[:TITLE_CAP]
-        pos = at
-        at = normalised.find(_RUN, end)
-    yield pos, len(normalised), title
+        start = data.rfind(b"\n", 0, at) + 1
+        end = data.find(b"\n", at)
+        end = len(data) if end == -1 else end
+        prefix = data[start:at].removeprefix(b"\xef\xbb\xbf")
+        if not prefix or _STAMP.fullmatch(prefix):
+            yield pos, start, title
+            raw = data[at + len(b"##[group]") : end]
+            clean = _ANSI_B.sub(b"", raw).translate(None, _CONTROLS)
+            title = _mask_cleaned(clean).decode("utf-8", "replace").strip()[:TITLE_CAP]
+            pos = start
+        at = data.find(_RUN, end)
+    yield pos, len(data), title
 
 
 def read_baseline(source: LogSource, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Baseline:
     """Read a passing log (a binary file, an iterable of byte chunks, or bytes) into a
-    Baseline; holds one block (about 1 MiB) and the keys at once.
+    Baseline; holds one block (about 1 MiB), the lines seen lately and the keys.
 
     ``max_bytes`` bounds the block a chunk without newlines can grow to (as parse_log's
     ``LINE_CAP`` does), at least one line's cap.
@@ -310,11 +305,12 @@ def read_baseline(source: LogSource, *, max_bytes: int = DEFAULT_MAX_BYTES) -> B
         raise ValueError("max_bytes must be at least 1")
     reader = _Reader(steps={})
     for block in _bounded(_blocks(source), max(LINE_CAP, max_bytes)):
-        normalised = _normalise_block(block)
-        for start, end, title in _step_cuts(normalised):
+        data = block.translate(_DIGITS)
+        for start, end, title in _step_cuts(data):
             if title is not None:
                 reader.open_step(title)
-            reader.add(normalised[start:end])
+            if end > start:
+                reader.add(data[start:end])
     steps = tuple((title, frozenset(keys)) for title, keys in reader.steps.items() if keys)
     return Baseline(steps[:MAX_STEPS], complete=reader.complete)
 

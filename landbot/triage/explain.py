@@ -42,6 +42,7 @@ from landbot.triage.log import (
     ParsedLog,
     parse_log,
 )
+from landbot.triage.recognisers import ECOSYSTEMS, Ecosystem
 from landbot.triage.steps import AnnotationLike, StepInput, StepLike, pick
 from landbot.triage.summary import summarize
 
@@ -139,13 +140,16 @@ def explain_parsed(
     rules: Sequence[Rule] = (),
     annotations: Sequence[AnnotationLike] = (),
     baselines: Sequence[Baseline] = (),
+    ecosystems: Sequence[Ecosystem] = ECOSYSTEMS,
 ) -> LogExplanation:
     """Explain a parsed log; `steps` (the jobs API's) and `annotations` (the check run's)
     pick the failing step's section before the log is read (steps.py); `baselines` (the
-    same job's passing logs) demote the lines they show too (compare.py)."""
+    same job's passing logs) demote the lines they show too (compare.py). `ecosystems`:
+    the recognisers to run (the corpus bench turns them off to measure the generic
+    rules alone)."""
     chosen = pick(parsed, steps=steps, annotations=annotations)
     parsed = chosen.parsed
-    marks = find_marks(parsed)
+    marks = find_marks(parsed, ecosystems=ecosystems)
     if baselines:
         marks = weigh(marks, fresh_in_parsed(parsed, baselines), parsed.region)
     result: Classification = classify(parsed, marks, rules, step_name=chosen.api_name)

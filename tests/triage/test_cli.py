@@ -69,7 +69,7 @@ def test_readable_output(tmp_path: Path) -> None:
     assert text.startswith("oom-137.log: infrastructure (not the pull request's fault)")
     assert "step: Run pytest -q -n 2 tests/test_reports.py (section at line 97)" in text
     assert "step chosen by: the log alone" in text
-    assert "error lines: 113, 114" in text
+    assert "error lines: 113" in text
     assert "evidence: out-of-memory at line 113:" in text
     assert "  114 │ ##[error]Process completed with exit code 137." in text
     assert "\x1b" not in text
