@@ -152,7 +152,7 @@ class LastGreen:
                 return None  # no green run to compare, a moment ago
             kept = self._kept(memo.run_id, target.job)
             if kept is not None:
-                return kept
+                return kept[0]
             if memo.job_id is not None:  # known, but not kept (pruned, or unreadable)
                 return self._fetch(target, memo.run_id, memo.run_sha, memo.job_id)
         run = self._find_run(target)
@@ -161,9 +161,8 @@ class LastGreen:
             return None
         kept = self._kept(run.id, target.job)  # a drop on another base commit fetched it
         if kept is not None:
-            stored = self._store.baseline(self._repo, run.id, target.job)
-            self._remember(target, run.id, run.head_sha, stored.job_id if stored else None)
-            return kept
+            self._remember(target, run.id, run.head_sha, kept[1])
+            return kept[0]
         jobs = _once(self._jobs, run.id, lambda: self._gh.run_jobs(self._repo, run.id))
         job = next((j for j in jobs if j.name == target.job and j.conclusion == "success"), None)
         if job is None:
@@ -207,12 +206,13 @@ class LastGreen:
 
     # --- the log, and the store -------------------------------------------------------
 
-    def _kept(self, run_id: int, job: str) -> Baseline | None:
+    def _kept(self, run_id: int, job: str) -> tuple[Baseline, int] | None:
+        """The baseline the store keeps for the run's job, and the job's id."""
         stored = self._store.baseline(self._repo, run_id, job)
         if stored is None:
             return None
         try:
-            return Baseline.from_bytes(stored.data)
+            return Baseline.from_bytes(stored.data), stored.job_id
         except BaselineError as exc:
             # Written by another version of landbot, or damaged: fetched again.
             log.warning(
