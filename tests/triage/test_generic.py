@@ -60,8 +60,21 @@ def test_without_a_word_of_failure_the_last_message_is_read_from_its_first_line(
 def test_a_ci_housekeeping_line_is_not_the_last_words() -> None:
     text = (
         "Started\n$ frob check\nmanifest web.yaml: replicas must be an integer\n"
+        "Uploading artifacts for failed job\n"
         "Cleaning up project directory and file based variables\n"
         "ERROR: Job failed: exit code 1\n"
+    )
+    e = explain_log(text.encode())
+    assert e.error_lines == (3,)
+
+
+def test_a_ci_chrome_line_is_not_the_last_words() -> None:
+    # Jenkins closes its pipeline blocks after the failure; the last thing the tool said
+    # has no word of failure, so only skipping the chrome finds it.
+    text = (
+        "[Pipeline] sh\n+ ./frob probe staging\nstaging answered 503 to the health probe\n"
+        "[Pipeline] }\n[Pipeline] // stage\n[Pipeline] End of Pipeline\n"
+        "ERROR: script returned exit code 1\nFinished: FAILURE\n"
     )
     e = explain_log(text.encode())
     assert e.error_lines == (3,)
@@ -100,13 +113,13 @@ def test_control_output_that_is_not_a_diff_is_not_read_as_one() -> None:
 
 
 def test_a_failure_header_and_the_message_under_it() -> None:
+    # Far enough above the end that the last words do not reach it.
     out = [
         "running 3 checks",
         "FAILED check_totals",
         "    expected total 10, got 12",
         "    at ledger.frob:41",
-        "ran 3 checks",
-        "summary printed above",
+        *(f"check {i} ok" for i in range(20)),
     ]
     log = run_step("frob test", *out, EXIT1)
     e = explain(*log)
