@@ -11,16 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from landbot.triage.baseline import Baseline, line_key
-from landbot.triage.context import EXPLAINS, FAILURE_KINDS, NAMES, Mark
+from landbot.triage.context import EXPLAINS, FAILURE_KINDS, KNOWN, NAMES, Mark
 from landbot.triage.log import Line, ParsedLog
 from landbot.triage.recognisers import WRAPPER_KINDS
 from landbot.triage.recognisers.annotation import is_exit_code
 
 __all__ = ["FRESH", "KNOWN", "fresh_in_parsed", "fresh_lines", "seen_in", "weigh"]
-
-KNOWN = "baseline"
-"""The kind of a line the passing log printed too: shown when there is room, never an
-error line."""
 
 
 def seen_in(line: Line, baselines: Sequence[Baseline], step: str | None) -> bool:

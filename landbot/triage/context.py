@@ -53,6 +53,7 @@ __all__ = [
     "EXPLAINS",
     "FAILURE_KINDS",
     "GENERIC_KINDS",
+    "KNOWN",
     "NAMES",
     "NEARBY",
     "SURROUNDS",
@@ -63,6 +64,7 @@ __all__ = [
     "build_excerpt",
     "failure_lines",
     "find_marks",
+    "states",
 ]
 
 EXCERPT_LINES = 40
@@ -103,15 +105,25 @@ def _register_hints() -> None:
 _register_hints()
 
 
+KNOWN = "baseline"
+"""The kind of a failure line a passing log of the same job printed too (compare.py):
+shown when there is room, never an error line."""
+
+
 def find_marks(
-    parsed: ParsedLog, *, ecosystems: Sequence[Ecosystem] = ECOSYSTEMS
+    parsed: ParsedLog,
+    *,
+    ecosystems: Sequence[Ecosystem] = ECOSYSTEMS,
+    known: frozenset[int] = frozenset(),
 ) -> tuple[Mark, ...]:
     """Every recognised line of the failing step's output, in file order.
 
     A line two recognisers claim keeps the lower priority (at a tie, the recogniser listed
     first in ``recognisers.ECOSYSTEMS``, then the generic rules: generic.py).
     `ecosystems`: the recognisers to run (the corpus bench runs the generic rules alone,
-    to see that they find the right lines without them).
+    to see that they find the right lines without them). `known`: lines a passing log of
+    the same job printed too: a recogniser's failure line among them is ``KNOWN``, and
+    the generic rules skip them.
     """
     index = parsed.output
     marks: dict[int, Mark] = {}
@@ -128,17 +140,28 @@ def find_marks(
             for hit in recogniser.find(index):
                 put(hit)
                 at[index.lines[hit.index].number] = hit.index
-    if not any(_states(m) for m in marks.values()):
+    for number, m in list(marks.items()):
+        if number in known and states(m):
+            marks[number] = Mark(number, KNOWN, NEARBY, m.text, m.subject)
+    if not any(states(m) for m in marks.values()):
         # No recogniser names the failure: the generic rules do (generic.py).
-        claimed = {n for n, m in marks.items() if m.kind not in ("output", "step")}
+        # A line a recogniser states as a failure or a wrapper is its own; a line it only
+        # shows (a diff's header, a detail) the generic rules may name.
+        claimed = {
+            n for n, m in marks.items() if m.kind in FAILURE_KINDS or m.kind in WRAPPER_KINDS
+        } | known
         for finding in generic.find(index):
             if index.lines[finding[0].index].number in claimed:
                 continue
             for hit in finding:
-                number = index.lines[hit.index].number
-                if number not in claimed:
-                    put(hit)
-                    at.setdefault(number, hit.index)
+                line = index.lines[hit.index]
+                if line.number not in claimed:
+                    old = marks.get(line.number)
+                    subject = old.subject if old is not None else ""
+                    marks[line.number] = Mark(
+                        line.number, hit.kind, hit.priority, line.text, subject
+                    )
+                    at.setdefault(line.number, hit.index)
     for hit in _continuations(
         index, [at[m.line] for m in marks.values() if m.kind in FAILURE_KINDS]
     ):
@@ -170,7 +193,7 @@ def find_marks(
     return tuple(sorted(marks.values(), key=lambda m: m.line))
 
 
-def _states(m: Mark) -> bool:
+def states(m: Mark) -> bool:
     """A mark that states a failure (not a wrapper, not a bare exit-code annotation)."""
     return m.kind in FAILURE_KINDS and not (m.kind == "error" and is_exit_code(m.text))
 

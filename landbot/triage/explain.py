@@ -29,12 +29,16 @@ from landbot.triage.classify import (
 )
 from landbot.triage.compare import fresh_in_parsed, weigh
 from landbot.triage.context import (
+    NAMES,
     TEST_KINDS,
     ExcerptLine,
+    Mark,
     build_excerpt,
     failure_lines,
     find_marks,
+    states,
 )
+from landbot.triage.generic import EARLIER, earlier_cause
 from landbot.triage.log import (
     DEFAULT_CONTEXT_LINES,
     DEFAULT_MAX_BYTES,
@@ -149,10 +153,21 @@ def explain_parsed(
     rules alone)."""
     chosen = pick(parsed, steps=steps, annotations=annotations)
     parsed = chosen.parsed
-    marks = find_marks(parsed, ecosystems=ecosystems)
     if baselines:
-        marks = weigh(marks, fresh_in_parsed(parsed, baselines), parsed.region)
+        # What is new in this run says why it failed (compare.py): the recognisers' and
+        # the generic rules' lines that a passing log printed too are not reported.
+        fresh = fresh_in_parsed(parsed, baselines)
+        known = frozenset(x.number for x in parsed.region if not x.header) - fresh
+        marks = find_marks(parsed, ecosystems=ecosystems, known=known)
+        if not any(states(m) for m in marks):
+            marks = weigh(find_marks(parsed, ecosystems=ecosystems), fresh, parsed.region)
+    else:
+        marks = find_marks(parsed, ecosystems=ecosystems)
     result: Classification = classify(parsed, marks, rules, step_name=chosen.api_name)
+    # The failing step printed nothing of its own: the step before it may say why.
+    earlier = earlier_cause(parsed)
+    if earlier:
+        marks = (*(Mark(x.number, EARLIER, NAMES, x.text) for x in earlier), *marks)
     title = parsed.step_title if parsed.first_error else None
     step, number = chosen.step, chosen.number
     evidence_lines = [e.line for e in result.evidence if e.line > 0]
@@ -168,7 +183,7 @@ def explain_parsed(
             limit=ERROR_LINES_MAX,
         )
         must = [*evidence_lines, *([parsed.first_error] if parsed.first_error else [])]
-        excerpt = build_excerpt(marks, parsed.region, must=must)
+        excerpt = build_excerpt(marks, (*earlier, *parsed.region), must=must)
         excerpt = _with_job_lines(excerpt, parsed, result)
     return LogExplanation(
         class_=result.class_,

@@ -22,22 +22,25 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from landbot.triage.log import TextIndex
+from landbot.triage.log import Line, ParsedLog, TextIndex
 from landbot.triage.recognisers.base import EXPLAINS, NAMES, NEARBY, SURROUNDS, Hit, candidates
 
 __all__ = [
+    "EARLIER",
     "FAILURE_KINDS",
     "WRAPPER_KINDS",
+    "earlier_cause",
     "error_words",
     "find",
     "is_wrapper",
 ]
 
+EARLIER = "earlier-step"
 LAST_WORDS = "last-words"
 HEADER = "fail-header"
 MESSAGE = "fail-message"
 CI_EXIT = "ci-exit"
-FAILURE_KINDS = frozenset({LAST_WORDS, HEADER, MESSAGE})
+FAILURE_KINDS = frozenset({LAST_WORDS, HEADER, MESSAGE, EARLIER})
 WRAPPER_KINDS = frozenset({CI_EXIT})
 
 # Words a line uses to say something went wrong (any language's tools print these).
@@ -47,7 +50,7 @@ _WORDS = re.compile(
     r"undefined|traceback|assert(?:ion)?(?:error)?|killed|segmentation|unexpected|"
     r"forbidden|unauthori[sz]ed|violations?|mismatch|conflicts?|exceeded|rejected|"
     r"not (?:found|allowed|supported|permitted|exist|find|match|equal)|no such|"
-    r"did not|does not|timed out|expected|must)\b)"
+    r"did not|does not|timed out|expected|expired|must)\b)"
 )
 # What a CI does after the failure, before it reports the end: its housekeeping says
 # nothing of why (``Cleaning up project directory``, ``Uploading artifacts for failed job``).
@@ -129,9 +132,13 @@ def find(index: TextIndex) -> Iterable[tuple[Hit, ...]]:
     a recogniser already named: it knows that line better."""
     for hit in _wrappers(index):
         yield (hit,)
+    headers = list(_headers(index))
+    # The end of a cascade is said by its first line, which a header found already.
+    shapes = {_shape(index.lines[found[0].index].text) for found in headers}
     for hit in _last_words(index):
-        yield (hit,)
-    yield from _headers(index)
+        if hit.kind != LAST_WORDS or _shape(index.lines[hit.index].text) not in shapes:
+            yield (hit,)
+    yield from headers
 
 
 def _wrappers(index: TextIndex) -> Iterable[Hit]:
@@ -174,9 +181,10 @@ def _last_words(index: TextIndex) -> Iterable[Hit]:
         seen = 0
         found: list[int] = []
         idx = end - 1
+        chrome = _chrome(index, end)
         while idx >= 0 and seen < _LOOK_BACK:
             text = lines[idx].text
-            if _noise(text) or _HOUSEKEEPING.match(text):
+            if _noise(text) or _HOUSEKEEPING.match(text) or idx in chrome:
                 idx -= 1
                 continue
             if is_wrapper(text) and not found:
@@ -187,7 +195,13 @@ def _last_words(index: TextIndex) -> Iterable[Hit]:
             idx -= 1
         if not found:
             continue
-        worded = [i for i in found if error_words(lines[i].text)]
+        worded: list[int] = []
+        said_shapes: set[str] = set()
+        for i in found:
+            shape = _shape(lines[i].text)
+            if error_words(lines[i].text) and shape not in said_shapes:
+                said_shapes.add(shape)  # one line of each shape: a cascade says it once
+                worded.append(i)
         said = worded[:_LAST_KEPT] if worded else [_block_head(index, found)]
         for i in found[:_LAST_KEPT]:
             if i not in said:
@@ -230,6 +244,28 @@ def _diff_above(index: TextIndex, end: int) -> list[tuple[int, str]]:
     if changed is not None:
         out.append((changed, MESSAGE))
     return out
+
+
+_TAG = re.compile(r"^\[[^\]\s]{2,40}\] ")
+_CHROME_LOOK = 40
+
+
+def _chrome(index: TextIndex, end: int) -> set[int]:
+    """Lines of a CI's own chrome above the end: a ``[Tag] …`` prefix the lines around
+    repeat (``[Pipeline] }``, ``[Pipeline] // stage``), with no word of failure."""
+    lines = index.lines
+    tags: dict[str, list[int]] = {}
+    for idx in range(max(0, end - _CHROME_LOOK), end):
+        m = _TAG.match(lines[idx].text)
+        if m is not None:
+            tags.setdefault(m.group(), []).append(idx)
+    return {
+        i
+        for found in tags.values()
+        if len(found) >= 2
+        for i in found
+        if not error_words(lines[i].text)
+    }
 
 
 def _block_head(index: TextIndex, found: list[int]) -> int:
@@ -297,3 +333,34 @@ def _message(index: TextIndex, idx: int) -> Iterable[Hit]:
             taken += 1
             continue
         break
+
+
+def earlier_cause(parsed: ParsedLog) -> tuple[Line, ...]:
+    """When the failing step prints nothing of its own before its error (``run: test -f
+    dist/app``, ``exit 1``, an action that only fails), the lines of the step before it
+    that say something went wrong (a warning, an error it went on after): at most three,
+    the last ones. Nothing when the failing step printed anything."""
+    section = parsed.section
+    if section is None or not section.before or parsed.first_error is None:
+        return ()
+    for line in parsed.region:
+        if line.number >= parsed.first_error:
+            break
+        if not line.header and line.number != parsed.step_line and not _noise(line.text):
+            return ()
+    said = [
+        line
+        for line in section.before
+        if line.text.startswith("##[warning]")
+        or (
+            not _noise(line.text)
+            and not _HOUSEKEEPING.match(line.text)
+            and not is_wrapper(line.text)
+            and (error_words(line.text) or _WARNING.search(line.text) is not None)
+        )
+    ]
+    return tuple(said[-_LAST_KEPT:])
+
+
+# A step that passed says what went wrong as a warning.
+_WARNING = re.compile(r"(?i)\bwarn(?:ing)?\b")

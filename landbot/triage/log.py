@@ -159,6 +159,8 @@ class Section:
     inner_title: str | None = None
     """For an inner step of a composite action: its own ``Run …`` title (its script is
     ``script``)."""
+    before: tuple[Line, ...] = ()
+    """The last lines (at most ``TAIL_LINES``) of the step that ran just before it."""
 
     @cached_property
     def error_texts(self) -> tuple[str, ...]:
@@ -532,6 +534,8 @@ class _Part:
     bounds: whether its end reports a failure must not depend on them."""
     truncated: bool = False
     end: int = 0
+    before: list[tuple[int, bytes]] = field(default_factory=list)
+    """The last lines (before any error) of the step just before it."""
 
     def blocks(self) -> list[_Block]:
         return [*self.pinned, *self.tail]
@@ -884,7 +888,14 @@ class _Scanner:
         if header is not None and len(self.headers) < HEADERS_CAP:
             self.headers.append((line, header.title))
             self.header_objs.append(header)
+        previous = self.part
         self.part = _Part(header, line, post, len(self.headers) - (header is not None))
+        if not post and previous.header is not None and not previous.post:
+            # The step before it: its last lines may say why this one fails when this
+            # one prints nothing of its own (generic.py's earlier cause).
+            self.part.before = [
+                (n, raw) for n, raw in previous.last if not _in_header(previous.header, n)
+            ]
         # Keep at least half of the bound for the section now read.
         if self.kept_bytes + (self.plain.size if self.plain else 0) > self.max_bytes // 2:
             cap = self.max_bytes // (2 * (KEPT_SECTIONS + 1))
@@ -1074,6 +1085,7 @@ def _section(
         post=part.post,
         truncated=part.truncated,
         steps_after=after,
+        before=tuple(Line(n, clean_line(raw)) for n, raw in part.before),
     )
 
 
