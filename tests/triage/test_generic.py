@@ -205,6 +205,16 @@ def test_a_step_that_prints_nothing_is_explained_by_the_step_before_it() -> None
     assert number(log, build[1]) in {x.line for x in e.excerpt}
 
 
+def test_an_earlier_warning_the_baseline_shows_too_is_not_the_cause() -> None:
+    build = ["compiling 3 modules", "warning: frob is deprecated, use frob2", "done"]
+    log = [*run_step("./build.sh", *build), *run_step("test -f dist/app.whl", EXIT1)]
+    passing = run_step("./build.sh", *build)
+    alone = explain(*log)
+    compared = explain_log(gh_log(log), baselines=[read_baseline(gh_log(passing))])
+    assert alone.error_lines == (number(log, build[1]),)  # control: alone, the warning
+    assert compared.error_lines == (len(log),)
+
+
 def test_control_a_step_that_prints_its_own_cause_keeps_it() -> None:
     build = ["compiling 3 modules", "warning: no files matched dist/*.whl, nothing packaged"]
     own = "test: dist/app.whl: no such file"
