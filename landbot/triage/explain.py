@@ -27,7 +27,7 @@ from landbot.triage.classify import (
     compile_rules,
     pr_fault,
 )
-from landbot.triage.compare import fresh_in_parsed, weigh
+from landbot.triage.compare import fresh_in_parsed, fresh_lines, weigh
 from landbot.triage.context import (
     NAMES,
     TEST_KINDS,
@@ -166,6 +166,10 @@ def explain_parsed(
     result: Classification = classify(parsed, marks, rules, step_name=chosen.api_name)
     # The failing step printed nothing of its own: the step before it may say why.
     earlier = earlier_cause(parsed)
+    if earlier and baselines:
+        # A warning the green run's step printed too is not why this run failed.
+        fresh_before = fresh_lines(earlier, baselines, None)
+        earlier = tuple(x for x in earlier if x.number in fresh_before)
     if earlier:
         marks = (*(Mark(x.number, EARLIER, NAMES, x.text) for x in earlier), *marks)
     title = parsed.step_title if parsed.first_error else None

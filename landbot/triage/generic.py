@@ -181,10 +181,9 @@ def _last_words(index: TextIndex) -> Iterable[Hit]:
         seen = 0
         found: list[int] = []
         idx = end - 1
-        chrome = _chrome(index, end)
         while idx >= 0 and seen < _LOOK_BACK:
             text = lines[idx].text
-            if _noise(text) or _HOUSEKEEPING.match(text) or idx in chrome:
+            if _noise(text) or _HOUSEKEEPING.match(text):
                 idx -= 1
                 continue
             if is_wrapper(text) and not found:
@@ -202,7 +201,9 @@ def _last_words(index: TextIndex) -> Iterable[Hit]:
             if error_words(lines[i].text) and shape not in said_shapes:
                 said_shapes.add(shape)  # one line of each shape: a cascade says it once
                 worded.append(i)
-        said = worded[:_LAST_KEPT] if worded else [_block_head(index, found)]
+        # Lines that say nothing went wrong are context, not the answer: the exit's
+        # own line stays the error line then (context.failure_lines).
+        said = worded[:_LAST_KEPT]
         for i in found[:_LAST_KEPT]:
             if i not in said:
                 yield Hit(i, "output", NEARBY)
@@ -244,46 +245,6 @@ def _diff_above(index: TextIndex, end: int) -> list[tuple[int, str]]:
     if changed is not None:
         out.append((changed, MESSAGE))
     return out
-
-
-_TAG = re.compile(r"^\[[^\]\s]{2,40}\] ")
-_CHROME_LOOK = 40
-
-
-def _chrome(index: TextIndex, end: int) -> set[int]:
-    """Lines of a CI's own chrome above the end: a ``[Tag] …`` prefix the lines around
-    repeat (``[Pipeline] }``, ``[Pipeline] // stage``), with no word of failure."""
-    lines = index.lines
-    tags: dict[str, list[int]] = {}
-    for idx in range(max(0, end - _CHROME_LOOK), end):
-        m = _TAG.match(lines[idx].text)
-        if m is not None:
-            tags.setdefault(m.group(), []).append(idx)
-    return {
-        i
-        for found in tags.values()
-        if len(found) >= 2
-        for i in found
-        if not error_words(lines[i].text)
-    }
-
-
-def _block_head(index: TextIndex, found: list[int]) -> int:
-    """The first line of the last message (`found` runs upwards from the end): a line
-    indented under another goes on with it (``set the GH_TOKEN variable. Example:`` then
-    ``  env:``), so the message starts at the least indented line above it."""
-    lines = index.lines
-    head = found[0]
-    for i in found[1:]:
-        if _indent(lines[i].text) < _indent(lines[head].text):
-            head = i
-        elif _indent(lines[head].text) == 0:
-            break
-    return head
-
-
-def _indent(text: str) -> int:
-    return len(text) - len(text.lstrip())
 
 
 def _headers(index: TextIndex) -> Iterable[tuple[Hit, ...]]:
