@@ -22,7 +22,14 @@ A log is scored on three points, from the log alone (as `landbot triage log FILE
   and no `not_report` line is an error line.
 
 With ``steps`` recorded, the log is scored a second time with the jobs API steps given (as
-the land loop does), the step point then comparing the API name with `api_step`.
+the land loop does), the step point then comparing the API name with `api_step`. With a
+passing log of the same job beside it (``<stem>.pass.log``, more as ``<stem>.pass2.log``
+…), it is scored with those as baselines (``landbot triage log FILE --baseline PASS``).
+``--generic`` adds a fourth mode: the log alone with the per-ecosystem recognisers off
+(only the ``##[error]`` annotation and the generic rules), to see that the right line does
+not need them. Beside the three points, the ``hit`` column counts logs with at least one
+must-see line among the error lines (a looser reading of "the lines are right"), and the
+second table gives the lines per answer (median and max of error lines and excerpt).
 
     .venv/bin/python bench/triage_corpus.py            # the table, per ecosystem
     .venv/bin/python bench/triage_corpus.py --misses   # and every log not right, with why
@@ -33,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tomllib
 from collections.abc import Iterable, Sequence
@@ -45,8 +53,17 @@ CORPUS = ROOT / "tests" / "triage" / "real"
 sys.path.insert(0, str(ROOT))
 
 from landbot.core.model import TriageClass  # noqa: E402
+from landbot.triage.baseline import Baseline, read_baseline  # noqa: E402
 from landbot.triage.explain import LogExplanation, explain_parsed  # noqa: E402
 from landbot.triage.log import parse_log  # noqa: E402
+from landbot.triage.recognisers import annotation  # noqa: E402
+
+MODES = {
+    "log": "log alone",
+    "baseline": "with --baseline",
+    "api": "with the jobs API steps",
+    "generic": "log alone, recognisers off",
+}
 
 CLASSES = frozenset(get_args(TriageClass))
 
@@ -66,6 +83,12 @@ class Label:
     def name(self) -> str:
         return f"{self.ecosystem}/{self.file.name}"
 
+    @property
+    def passes(self) -> list[Path]:
+        """Passing logs of the same job beside it: ``<stem>.pass.log``, ``<stem>.pass2.log``."""
+        stem = self.file.name.removesuffix(".log")
+        return sorted(self.file.parent.glob(f"{stem}.pass*.log"))
+
 
 @dataclass
 class Score:
@@ -79,6 +102,10 @@ class Score:
     first_ok: bool = False
     """The class is the label's first (best) reading, not only an accepted one."""
     why: list[str] = field(default_factory=list)
+    hit: bool = False
+    """A must-see line is among the error lines (or the label has none)."""
+    error_count: int = 0
+    excerpt_count: int = 0
 
     @property
     def all_ok(self) -> bool:
@@ -185,19 +212,40 @@ def score(label: Label, e: LogExplanation, mode: str) -> Score:
         why.append(f"reported lines that must not be: {bad[:8]}")
     first_ok = e.class_ == label.classes[0]
     return Score(
-        label, mode, class_ok, step_ok, lines_ok, e.class_, got_step, first_ok=first_ok, why=why
+        label,
+        mode,
+        class_ok,
+        step_ok,
+        lines_ok,
+        e.class_,
+        got_step,
+        first_ok=first_ok,
+        why=why,
+        hit=not label.see or bool(label.see & errors),
+        error_count=len(e.error_lines),
+        excerpt_count=len(e.excerpt),
     )
 
 
-def run(labels: Sequence[Label]) -> list[Score]:
+def run(labels: Sequence[Label], *, generic: bool = False) -> list[Score]:
     scores: list[Score] = []
     for label in labels:
         with label.file.open("rb") as fh:
-            parsed = parse_log(fh)  # explain_parsed is pure: one parse serves both modes
+            parsed = parse_log(fh)  # explain_parsed is pure: one parse serves every mode
         scores.append(score(label, explain_parsed(parsed), "log"))
+        passes = label.passes
+        if passes:
+            baselines: list[Baseline] = []
+            for path in passes:
+                with path.open("rb") as fh:
+                    baselines.append(read_baseline(fh))
+            scores.append(score(label, explain_parsed(parsed, baselines=baselines), "baseline"))
         if label.steps is not None:
             e = explain_parsed(parsed, steps=_steps_of(label.steps))
             scores.append(score(label, e, "api"))
+        if generic:
+            e = explain_parsed(parsed, ecosystems=(annotation.ECOSYSTEM,))
+            scores.append(score(label, e, "generic"))
     return scores
 
 
@@ -210,29 +258,65 @@ def totals(scores: Sequence[Score]) -> dict[str, float]:
         "step": sum(s.step_ok for s in scores) / n,
         "lines": sum(s.lines_ok for s in scores) / n,
         "all": sum(s.all_ok for s in scores) / n,
+        "hit": sum(s.hit for s in scores) / n,
+    }
+
+
+def sizes(scores: Sequence[Score]) -> dict[str, float]:
+    """Lines per answer: median and max of the error lines and of the excerpt."""
+    errors = [s.error_count for s in scores] or [0]
+    excerpt = [s.excerpt_count for s in scores] or [0]
+    return {
+        "error_lines_median": statistics.median(errors),
+        "error_lines_max": max(errors),
+        "excerpt_median": statistics.median(excerpt),
+        "excerpt_max": max(excerpt),
     }
 
 
 def table(scores: Sequence[Score]) -> str:
     rows = [
-        "| ecosystem | logs | class | class (first choice) | step | lines | all three |",
-        "|---|---|---|---|---|---|---|",
+        "| ecosystem | logs | class | class (first choice) | step | lines | all three | hit |",
+        "|---|---|---|---|---|---|---|---|",
     ]
 
     def row(name: str, group: Sequence[Score]) -> str:
         t = totals(group)
         return (
             f"| {name} | {t['logs']} | {t['class']:.0%} | {t['first']:.0%} | {t['step']:.0%} | "
-            f"{t['lines']:.0%} | {t['all']:.0%} |"
+            f"{t['lines']:.0%} | {t['all']:.0%} | {t['hit']:.0%} |"
         )
 
     log_alone = [s for s in scores if s.mode == "log"]
     for eco in sorted({s.label.ecosystem for s in log_alone}):
         rows.append(row(eco, [s for s in log_alone if s.label.ecosystem == eco]))
     rows.append(row("**all, log alone**", log_alone))
-    with_api = [s for s in scores if s.mode == "api"]
-    if with_api:
-        rows.append(row("**with the jobs API steps**", with_api))
+    for mode in ("baseline", "api", "generic"):
+        group = [s for s in scores if s.mode == mode]
+        if group:
+            rows.append(row(f"**{MODES[mode]}**", group))
+            # The same logs, log alone: the side-by-side figure.
+            names = {s.label.name for s in group}
+            same = [s for s in log_alone if s.label.name in names]
+            if len(same) != len(log_alone):
+                rows.append(row(f"(the same {len(same)} logs, log alone)", same))
+    if not any(s.mode == "baseline" for s in scores):
+        rows.append(
+            "| (with --baseline: no log has a `<stem>.pass.log` beside it) | 0 | | | | | | |"
+        )
+    rows += [
+        "",
+        "| mode | logs | error lines median | max | excerpt lines median | max |",
+        "|---|---|---|---|---|---|",
+    ]
+    for mode, name in MODES.items():
+        group = [s for s in scores if s.mode == mode]
+        if group:
+            z = sizes(group)
+            rows.append(
+                f"| {name} | {len(group)} | {z['error_lines_median']:g} | "
+                f"{z['error_lines_max']} | {z['excerpt_median']:g} | {z['excerpt_max']} |"
+            )
     return "\n".join(rows)
 
 
@@ -241,15 +325,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--misses", action="store_true", help="list every log not all right")
     ap.add_argument("--json", action="store_true", help="print the totals as JSON")
     ap.add_argument("--corpus", type=Path, default=CORPUS, help="another corpus folder")
+    ap.add_argument(
+        "--generic",
+        action="store_true",
+        help="also score the generic rules alone (recognisers off)",
+    )
     args = ap.parse_args(argv)
-    scores = run(load_labels(args.corpus.resolve()))
+    scores = run(load_labels(args.corpus.resolve()), generic=args.generic)
     if args.json:
-        log_alone = [s for s in scores if s.mode == "log"]
-        print(
-            json.dumps(
-                {"log": totals(log_alone), "api": totals([s for s in scores if s.mode == "api"])}
-            )
-        )
+        out: dict[str, Any] = {}
+        for mode in MODES:
+            group = [s for s in scores if s.mode == mode]
+            if group:
+                out[mode] = totals(group) | sizes(group)
+        print(json.dumps(out))
         return 0
     print(table(scores))
     if args.misses:

@@ -531,14 +531,30 @@ def demo(
 
 @triage_app.command("log")
 def triage_log(
-    file: Annotated[Path, typer.Argument(help="A GitHub Actions job log.")],
+    file: Annotated[
+        Path,
+        typer.Argument(help="A GitHub Actions job log, or plain text from another CI's job."),
+    ],
+    baseline: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--baseline",
+            metavar="PASS",
+            help="A passing log of the same job to compare with (repeat for more): a line "
+            "it printed too is not why FILE failed.",
+        ),
+    ] = None,
     json_: JsonOpt = False,
     config: ConfigOpt = None,
 ) -> None:
-    """Explain one GitHub Actions job log: failing step, error lines, class."""
+    """Explain one job log (GitHub Actions, or plain text from another CI): failing step,
+    error lines, class."""
     import itertools
+    from collections.abc import Iterator
+    from typing import BinaryIO
 
     from landbot.config import load_settings
+    from landbot.triage.baseline import Baseline, read_baseline
     from landbot.triage.classify import compile_rules
     from landbot.triage.explain import explain_log
     from landbot.triage.log import archive_kind
@@ -546,23 +562,33 @@ def triage_log(
 
     settings = load_settings(config)
     rules = compile_rules(settings.triage.rules)  # a bad rule fails before the file is read
+    max_bytes = settings.triage.max_log_bytes
+
+    def chunks(path: Path, stream: BinaryIO) -> Iterator[bytes]:
+        head = stream.read(4)
+        kind = archive_kind(head)
+        if kind is not None:
+            raise LandbotError(
+                f"{path} is {kind}, not a job log; extract one job's log from it and pass that file"
+            )
+        # No seek: a file may be a pipe (`<(gh run view --log-failed …)`).
+        return itertools.chain([head], iter(lambda: stream.read(1 << 20), b""))
+
+    baselines: list[Baseline] = []
+    current = file
     try:
+        for path in baseline or ():
+            current = path
+            with path.open("rb") as stream:
+                baselines.append(read_baseline(chunks(path, stream), max_bytes=max_bytes))
+        current = file
         with file.open("rb") as stream:
-            head = stream.read(4)
-            kind = archive_kind(head)
-            if kind is not None:
-                raise LandbotError(
-                    f"{file} is {kind}, not a job log; extract one job's log from it and "
-                    "pass that file"
-                )
-            # No seek: FILE may be a pipe (`<(gh run view --log-failed …)`).
-            chunks = itertools.chain([head], iter(lambda: stream.read(1 << 20), b""))
-            explanation = explain_log(chunks, rules=rules, max_bytes=settings.triage.max_log_bytes)
+            explanation = explain_log(
+                chunks(file, stream), rules=rules, max_bytes=max_bytes, baselines=baselines
+            )
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        raise LandbotError(
-            f"cannot read {file}: {reason}; pass a readable GitHub Actions job log"
-        ) from None
+        raise LandbotError(f"cannot read {current}: {reason}; pass a readable job log") from None
     if json_:
         typer.echo(explanation.to_json())
     else:

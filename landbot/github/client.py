@@ -312,6 +312,21 @@ class GitHubClient:
         )
         return [self._parse(parse.workflow_run, i, "workflow run") for i in items]
 
+    def green_runs(self, repo: str, branch: str, *, event: str = "push") -> list[WorkflowRun]:
+        """The newest successful workflow runs of `event` on `branch`, every workflow's,
+        newest first: one page of 100, one call (triage's baselines, issue 26: the failed
+        job's workflow among them; a busy base has thousands of runs, the newest serve)."""
+        params = {
+            "branch": branch,
+            "status": "success",
+            "event": event,
+            "exclude_pull_requests": "true",  # a push run's PRs: a smaller answer, unused
+        }
+        items = self._paginate(
+            repo, f"{repo_path(repo)}/actions/runs", params, key="workflow_runs", max_pages=1
+        )
+        return [self._parse(parse.workflow_run, i, "workflow run") for i in items]
+
     def run_jobs(self, repo: str, run_id: int) -> list[Job]:
         path = f"{repo_path(repo)}/actions/runs/{int(run_id)}/jobs"
         items = self._paginate(repo, path, {}, key="jobs")

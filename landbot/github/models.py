@@ -140,6 +140,8 @@ class WorkflowRun:
     event: str | None = None
     path: str | None = None
     created_at: datetime | None = None
+    # Which workflow ran (a baseline is a green run of the failed job's own workflow).
+    workflow_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,10 @@ class Job:
     conclusion: str | None
     html_url: str | None
     steps: tuple[Step, ...]
+    # The workflow's name and the run's branch (a merge group's `gh-readonly-queue/<base>/…`
+    # names its base): where triage looks for the job's last green run.
+    workflow_name: str | None = None
+    head_branch: str | None = None
 
 
 @dataclass(frozen=True)

@@ -158,6 +158,14 @@ class TriageGitHub(GitHubOps, Protocol):
 
 
 @runtime_checkable
+class ReadsGreenRuns(Protocol):
+    """The newest successful runs on a branch: where triage finds a failed job's baseline
+    (its last green log, issue 26). Optional: a client without it gives the log alone."""
+
+    def green_runs(self, repo: str, branch: str, *, event: str = "push") -> list[WorkflowRun]: ...
+
+
+@runtime_checkable
 class ReadsAnnotations(Protocol):
     """Check-run annotations: optional for triage (a client without them gives none)."""
 

@@ -170,7 +170,12 @@ def workflow_run(obj: dict[str, Any]) -> WorkflowRun:
         event=obj.get("event"),
         path=obj.get("path"),
         created_at=timestamp(obj.get("created_at")),
+        workflow_id=_int_or_none(obj.get("workflow_id")),
     )
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def artifact(obj: dict[str, Any]) -> Artifact:
@@ -203,7 +208,13 @@ def job(obj: dict[str, Any]) -> Job:
             )
             for s in steps
         ),
+        workflow_name=_str_or_none(obj.get("workflow_name")),
+        head_branch=_str_or_none(obj.get("head_branch")),
     )
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def comment(obj: dict[str, Any]) -> Comment:

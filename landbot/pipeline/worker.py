@@ -167,6 +167,7 @@ class Worker:
             deliveries=pruned.deliveries,
             delivery_bytes=pruned.delivery_bytes,
             jobs=pruned.jobs,
+            baselines=pruned.baselines,
             retention_days=round(self.retention / dt.timedelta(days=1), 3),
         )
         return True

@@ -402,13 +402,14 @@ def list_runs(call: Call) -> Response:
         runs = [r for r in runs if wanted in (r.status, r.conclusion)]
     runs.sort(key=lambda r: r.id, reverse=True)
     page, headers = paginate(call, runs)
-    body = {
-        "total_count": len(runs),
-        "workflow_runs": [
-            payloads.workflow_run_json(call.gh, repo, r, message=_run_message(repo, r.head_sha))
-            for r in page
-        ],
-    }
+    listed = [
+        payloads.workflow_run_json(call.gh, repo, r, message=_run_message(repo, r.head_sha))
+        for r in page
+    ]
+    if q.get("exclude_pull_requests") == "true":
+        for run in listed:
+            run["pull_requests"] = []  # as GitHub: the list is left out of the answer
+    body = {"total_count": len(runs), "workflow_runs": listed}
     return JSONResponse(body, headers=headers)
 
 

@@ -1,10 +1,12 @@
 """Durable state: deliveries, drops, jobs with leases, comments, budgets, the action ledger,
-repositories' own settings files."""
+repositories' own settings files, triage's baselines."""
 
 from landbot.store.records import (
     LedgerTest,
     StoreCounts,
     StoredAction,
+    StoredBaseline,
+    StoredBaselineRun,
     StoredDelivery,
     StoredDrop,
     StoredGroup,
@@ -20,6 +22,8 @@ __all__ = [
     "Store",
     "StoreCounts",
     "StoredAction",
+    "StoredBaseline",
+    "StoredBaselineRun",
     "StoredDelivery",
     "StoredDrop",
     "StoredGroup",

@@ -245,3 +245,33 @@ class StoredPost:
     claimed_at: dt.datetime
     updated_at: dt.datetime
     claimed: str = "posted"
+
+
+@dataclass(frozen=True)
+class StoredBaseline:
+    """A row of `baselines`: one green job's log in triage's compact form (the bytes of
+    `Baseline.to_bytes()`; the store does not read them)."""
+
+    repo: str
+    run_id: int
+    job_name: str
+    job_id: int
+    head_sha: str | None
+    data: bytes
+    made_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class StoredBaselineRun:
+    """A row of `baseline_runs`: the run found as the baseline of a job on a base commit
+    (`run_id` None: none was found), and when."""
+
+    repo: str
+    base_ref: str
+    workflow: str
+    job_name: str
+    base_sha: str
+    run_id: int | None
+    run_sha: str | None
+    job_id: int | None
+    found_at: dt.datetime

@@ -2,7 +2,9 @@
 
 Webhook deliveries (their raw bodies are most of the store: a busy repository's
 `check_run` and `workflow_run` payloads run to tens of kilobytes each) and finished jobs
-go once they are older than `[store] retention_days`. Drops are kept: they are the record
+go once they are older than `[store] retention_days`, and so do triage's baselines (a
+green job's log kept per base run, and which run that was: the base has moved on long
+before; a drop that needs one again fetches it again). Drops are kept: they are the record
 of what landbot did, and /metrics counts them. Nothing open is ever pruned: a pending or
 leased delivery, and a queued or leased job, stay however old they are.
 
@@ -19,12 +21,12 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import sqlalchemy as sa
 
 from landbot.store.store import Store, utcnow
-from landbot.store.tables import deliveries, jobs
+from landbot.store.tables import baseline_runs, baselines, deliveries, jobs
 
 log = logging.getLogger("landbot.store")
 
@@ -42,10 +44,11 @@ class Pruned:
     deliveries: int
     delivery_bytes: int  # the raw bodies of those deliveries
     jobs: int
+    baselines: int = 0  # rows of `baselines` and `baseline_runs`
 
     @property
     def nothing(self) -> bool:
-        return self.deliveries == 0 and self.jobs == 0
+        return self.deliveries == 0 and self.jobs == 0 and self.baselines == 0
 
 
 def prune(
@@ -62,7 +65,11 @@ def prune(
     cutoff = (now or utcnow()) - older_than
     n_deliveries, body_bytes = _prune_deliveries(store, cutoff, batch)
     n_jobs = _prune_jobs(store, cutoff, batch)
-    return Pruned(deliveries=n_deliveries, delivery_bytes=body_bytes, jobs=n_jobs)
+    n_baselines = _prune_older(store, baselines, baselines.c.made_at, cutoff, batch)
+    n_baselines += _prune_older(store, baseline_runs, baseline_runs.c.found_at, cutoff, batch)
+    return Pruned(
+        deliveries=n_deliveries, delivery_bytes=body_bytes, jobs=n_jobs, baselines=n_baselines
+    )
 
 
 def _prune_deliveries(store: Store, cutoff: dt.datetime, batch: int) -> tuple[int, int]:
@@ -91,6 +98,22 @@ def _prune_jobs(store: Store, cutoff: dt.datetime, batch: int) -> int:
         with store.tx() as conn:
             gone = conn.execute(
                 jobs.delete().where(jobs.c.id.in_(pick.scalar_subquery()), old).returning(jobs.c.id)
+            ).all()
+        removed += len(gone)
+        if len(gone) < batch:
+            return removed
+
+
+def _prune_older(
+    store: Store, table: sa.Table, when: sa.Column[Any], cutoff: dt.datetime, batch: int
+) -> int:
+    """Rows of `table` made before `cutoff` (nothing in them is ever open)."""
+    pick = sa.select(table.c.id).where(when < cutoff).order_by(table.c.id).limit(batch)
+    removed = 0
+    while True:
+        with store.tx() as conn:
+            gone = conn.execute(
+                table.delete().where(table.c.id.in_(pick.scalar_subquery())).returning(table.c.id)
             ).all()
         removed += len(gone)
         if len(gone) < batch:

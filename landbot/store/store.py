@@ -7,6 +7,8 @@ delivery whose lease expired is handed to the next worker that asks.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -22,6 +24,8 @@ from landbot.store.records import (
     LedgerTest,
     StoreCounts,
     StoredAction,
+    StoredBaseline,
+    StoredBaselineRun,
     StoredDelivery,
     StoredDispatch,
     StoredDrop,
@@ -32,6 +36,8 @@ from landbot.store.records import (
 )
 from landbot.store.tables import (
     actions,
+    baseline_runs,
+    baselines,
     budgets,
     comment_posts,
     comments,
@@ -153,6 +159,19 @@ class Store:
         )
         # A push webhook and a read may create a repository's file row at once.
         self._insert_repo_file = insert(repo_files).on_conflict_do_nothing(index_elements=["repo"])
+        # Two drops on one base may fetch its baseline at once: the first row stays (the
+        # same run's same job: the same log).
+        self._insert_baseline = (
+            insert(baselines)
+            .on_conflict_do_nothing(index_elements=["repo", "run_id", "job_name"])
+            .returning(baselines.c.id)
+        )
+        # A later lookup of the same base (the remembered answer grew stale) replaces it.
+        run_insert = insert(baseline_runs)
+        self._upsert_baseline_run = run_insert.on_conflict_do_update(
+            index_elements=["key"],
+            set_={c: run_insert.excluded[c] for c in ("run_id", "run_sha", "job_id", "found_at")},
+        )
         # Two writers may claim one comment at once: one row, the loser reads it.
         self._insert_post = (
             insert(comment_posts)
@@ -1131,6 +1150,129 @@ class Store:
             q = q.where(actions.c.drop_id == drop_id)
         with self.engine.connect() as conn:
             return [StoredAction(**_fields(row)) for row in conn.execute(q)]
+
+    # --- triage's baselines (issue 26) ---------------------------------------------------
+
+    def baseline(self, repo: str, run_id: int, job_name: str) -> StoredBaseline | None:
+        """The baseline kept for job `job_name` of workflow run `run_id` (None: not kept)."""
+        t = baselines
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(t).where(
+                    t.c.repo == repo.lower(), t.c.run_id == run_id, t.c.job_name == job_name
+                )
+            ).first()
+        if row is None:
+            return None
+        return StoredBaseline(
+            repo=row.repo,
+            run_id=int(row.run_id),
+            job_name=row.job_name,
+            job_id=int(row.job_id),
+            head_sha=row.head_sha,
+            data=bytes(row.data),
+            made_at=row.made_at,
+        )
+
+    def save_baseline(
+        self,
+        *,
+        repo: str,
+        run_id: int,
+        job_name: str,
+        job_id: int,
+        head_sha: str | None,
+        data: bytes,
+        at: dt.datetime | None = None,
+    ) -> bool:
+        """Keep a green job's baseline; False when one is kept already (a racing worker's:
+        the same run's job, so the same log), or the job's name is too long to be a key
+        (longer than CHECK_NAME_CHARS: kept nowhere, fetched again next time)."""
+        if len(job_name) > CHECK_NAME_CHARS:
+            return False
+        with self.tx() as conn:
+            made = conn.execute(
+                self._insert_baseline,
+                dict(
+                    repo=repo.lower(),
+                    run_id=run_id,
+                    job_name=job_name,
+                    job_id=job_id,
+                    head_sha=head_sha,
+                    data=data,
+                    made_at=at or utcnow(),
+                ),
+            )
+            return made.first() is not None
+
+    def forget_baseline(self, repo: str, run_id: int, job_name: str) -> None:
+        """Drop a kept baseline triage could not read back (written by another version)."""
+        t = baselines
+        with self.tx() as conn:
+            conn.execute(
+                t.delete().where(
+                    t.c.repo == repo.lower(), t.c.run_id == run_id, t.c.job_name == job_name
+                )
+            )
+
+    @staticmethod
+    def _baseline_key(repo: str, base_ref: str, workflow: str, job_name: str, sha: str) -> str:
+        parts = [repo.lower(), base_ref, workflow, job_name, sha]
+        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+    def baseline_run(
+        self, repo: str, base_ref: str, workflow: str, job_name: str, base_sha: str
+    ) -> StoredBaselineRun | None:
+        """Which run was found as the baseline of this job on this base commit (None:
+        never looked up, or pruned)."""
+        key = self._baseline_key(repo, base_ref, workflow, job_name, base_sha)
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(baseline_runs).where(baseline_runs.c.key == key)).first()
+        if row is None:
+            return None
+        return StoredBaselineRun(
+            repo=row.repo,
+            base_ref=row.base_ref,
+            workflow=row.workflow,
+            job_name=row.job_name,
+            base_sha=row.base_sha,
+            run_id=None if row.run_id is None else int(row.run_id),
+            run_sha=row.run_sha,
+            job_id=None if row.job_id is None else int(row.job_id),
+            found_at=row.found_at,
+        )
+
+    def remember_baseline_run(
+        self,
+        *,
+        repo: str,
+        base_ref: str,
+        workflow: str,
+        job_name: str,
+        base_sha: str,
+        run_id: int | None,
+        run_sha: str | None = None,
+        job_id: int | None = None,
+        at: dt.datetime | None = None,
+    ) -> None:
+        """Remember the run found as this job's baseline on this base commit (`run_id`
+        None: none was found); a later lookup of the same replaces it."""
+        key = self._baseline_key(repo, base_ref, workflow, job_name, base_sha)
+        with self.tx() as conn:
+            conn.execute(
+                self._upsert_baseline_run.values(
+                    key=key,
+                    repo=repo.lower(),
+                    base_ref=base_ref,
+                    workflow=workflow,
+                    job_name=job_name,
+                    base_sha=base_sha,
+                    run_id=run_id,
+                    run_sha=run_sha,
+                    job_id=job_id,
+                    found_at=at or utcnow(),
+                )
+            )
 
     # --- repository settings files -----------------------------------------------------
 

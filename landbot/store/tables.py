@@ -318,3 +318,41 @@ comment_posts = sa.Table(
     sa.Column("updated_at", TS, nullable=False),
     sa.Index("ix_comment_posts_repo_pr", "repo", "pr"),
 )
+
+
+# Revision 0010: triage's baselines (issue 26). `baselines`: the compact form of one green
+# job's log (`Baseline.to_bytes()`), once per (repository, workflow run, job name), so one
+# download serves every drop on that base. `baseline_runs`: which run is the baseline of a
+# (repository, base branch, workflow, job name, base commit), `key` a digest of the five;
+# `run_id` None: there was none. Retention prunes both.
+baselines = sa.Table(
+    "baselines",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("repo", Str(200), nullable=False),
+    sa.Column("run_id", sa.BigInteger, nullable=False),
+    sa.Column("job_name", Str(300), nullable=False),
+    sa.Column("job_id", sa.BigInteger, nullable=False),
+    sa.Column("head_sha", Str(40)),
+    sa.Column("data", sa.LargeBinary, nullable=False),
+    sa.Column("made_at", TS, nullable=False),
+    sa.UniqueConstraint("repo", "run_id", "job_name", name="uq_baselines_run_job"),
+    sa.Index("ix_baselines_made", "made_at"),
+)
+
+baseline_runs = sa.Table(
+    "baseline_runs",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("key", Str(64), nullable=False, unique=True),
+    sa.Column("repo", Str(200), nullable=False),
+    sa.Column("base_ref", sa.Text, nullable=False),
+    sa.Column("workflow", sa.Text, nullable=False),
+    sa.Column("job_name", sa.Text, nullable=False),
+    sa.Column("base_sha", Str(40), nullable=False),
+    sa.Column("run_id", sa.BigInteger),  # None: no green run to compare with
+    sa.Column("run_sha", Str(40)),  # the commit that run tested
+    sa.Column("job_id", sa.BigInteger),
+    sa.Column("found_at", TS, nullable=False),
+    sa.Index("ix_baseline_runs_found", "found_at"),
+)

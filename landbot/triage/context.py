@@ -26,10 +26,12 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from landbot.triage import generic
 from landbot.triage.log import Line, ParsedLog, TextIndex
-from landbot.triage.recognisers import ECOSYSTEMS, WRAPPER_KINDS
+from landbot.triage.recognisers import ECOSYSTEMS
 from landbot.triage.recognisers import FAILURE_KINDS as _FAILURE_KINDS
 from landbot.triage.recognisers import TEST_KINDS as _TEST_KINDS
+from landbot.triage.recognisers import WRAPPER_KINDS as _WRAPPER_KINDS
 from landbot.triage.recognisers.annotation import is_exit_code
 from landbot.triage.recognisers.base import (
     ALWAYS,
@@ -37,6 +39,7 @@ from landbot.triage.recognisers.base import (
     NAMES,
     NEARBY,
     SURROUNDS,
+    Ecosystem,
     Hit,
     Mark,
     candidates,
@@ -49,15 +52,19 @@ __all__ = [
     "EXCERPT_TEXT",
     "EXPLAINS",
     "FAILURE_KINDS",
+    "GENERIC_KINDS",
+    "KNOWN",
     "NAMES",
     "NEARBY",
     "SURROUNDS",
     "TEST_KINDS",
+    "WRAPPER_KINDS",
     "ExcerptLine",
     "Mark",
     "build_excerpt",
     "failure_lines",
     "find_marks",
+    "states",
 ]
 
 EXCERPT_LINES = 40
@@ -66,7 +73,11 @@ EXCERPT_TEXT = 500
 # Kinds that name a failed test (the flaky ledger's keys) and kinds that state a failure
 # (error lines); every test kind is a failure kind.
 TEST_KINDS: frozenset[str] = _TEST_KINDS
-FAILURE_KINDS: frozenset[str] = _FAILURE_KINDS | _TEST_KINDS
+# The generic rules' kinds (generic.py) and a line only the failing run printed
+# (compare.py): failure lines whatever the ecosystem.
+GENERIC_KINDS: frozenset[str] = generic.FAILURE_KINDS | {"fresh"}
+FAILURE_KINDS: frozenset[str] = _FAILURE_KINDS | _TEST_KINDS | GENERIC_KINDS
+WRAPPER_KINDS: frozenset[str] = _WRAPPER_KINDS | generic.WRAPPER_KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,17 +97,33 @@ def _register_hints() -> None:
         for recogniser in ecosystem.recognisers:
             for _hit in recogniser.find(empty):
                 pass
+    for _finding in generic.find(empty):
+        pass
     candidates(empty, ("\n+", "\n##[error]"))
 
 
 _register_hints()
 
 
-def find_marks(parsed: ParsedLog) -> tuple[Mark, ...]:
+KNOWN = "baseline"
+"""The kind of a failure line a passing log of the same job printed too (compare.py):
+shown when there is room, never an error line."""
+
+
+def find_marks(
+    parsed: ParsedLog,
+    *,
+    ecosystems: Sequence[Ecosystem] = ECOSYSTEMS,
+    known: frozenset[int] = frozenset(),
+) -> tuple[Mark, ...]:
     """Every recognised line of the failing step's output, in file order.
 
     A line two recognisers claim keeps the lower priority (at a tie, the recogniser listed
-    first in ``recognisers.ECOSYSTEMS``).
+    first in ``recognisers.ECOSYSTEMS``, then the generic rules: generic.py).
+    `ecosystems`: the recognisers to run (the corpus bench runs the generic rules alone,
+    to see that they find the right lines without them). `known`: lines a passing log of
+    the same job printed too: a recogniser's failure line among them is ``KNOWN``, and
+    the generic rules skip them.
     """
     index = parsed.output
     marks: dict[int, Mark] = {}
@@ -108,11 +135,33 @@ def find_marks(parsed: ParsedLog) -> tuple[Mark, ...]:
             marks[line.number] = Mark(line.number, hit.kind, hit.priority, line.text, hit.subject)
 
     at: dict[int, int] = {}
-    for ecosystem in ECOSYSTEMS:
+    for ecosystem in ecosystems:
         for recogniser in ecosystem.recognisers:
             for hit in recogniser.find(index):
                 put(hit)
                 at[index.lines[hit.index].number] = hit.index
+    for number, m in list(marks.items()):
+        if number in known and states(m):
+            marks[number] = Mark(number, KNOWN, NEARBY, m.text, m.subject)
+    if not any(states(m) for m in marks.values()):
+        # No recogniser names the failure: the generic rules do (generic.py).
+        # A line a recogniser states as a failure or a wrapper is its own; a line it only
+        # shows (a diff's header, a detail) the generic rules may name.
+        claimed = {
+            n for n, m in marks.items() if m.kind in FAILURE_KINDS or m.kind in WRAPPER_KINDS
+        } | known
+        for finding in generic.find(index):
+            if index.lines[finding[0].index].number in claimed:
+                continue
+            for hit in finding:
+                line = index.lines[hit.index]
+                if line.number not in claimed:
+                    old = marks.get(line.number)
+                    subject = old.subject if old is not None else ""
+                    marks[line.number] = Mark(
+                        line.number, hit.kind, hit.priority, line.text, subject
+                    )
+                    at.setdefault(line.number, hit.index)
     for hit in _continuations(
         index, [at[m.line] for m in marks.values() if m.kind in FAILURE_KINDS]
     ):
@@ -142,6 +191,11 @@ def find_marks(parsed: ParsedLog) -> tuple[Mark, ...]:
         # The command that ran: one line, shown when there is room.
         marks[step.number] = Mark(step.number, "step", SURROUNDS, step.text)
     return tuple(sorted(marks.values(), key=lambda m: m.line))
+
+
+def states(m: Mark) -> bool:
+    """A mark that states a failure (not a wrapper, not a bare exit-code annotation)."""
+    return m.kind in FAILURE_KINDS and not (m.kind == "error" and is_exit_code(m.text))
 
 
 _CONTINUATION_LINES = 3

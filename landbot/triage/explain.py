@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from landbot.core.model import TriageClass
+from landbot.triage.baseline import Baseline
 from landbot.triage.classify import (
     Classification,
     Match,
@@ -26,13 +27,18 @@ from landbot.triage.classify import (
     compile_rules,
     pr_fault,
 )
+from landbot.triage.compare import fresh_in_parsed, fresh_lines, weigh
 from landbot.triage.context import (
+    NAMES,
     TEST_KINDS,
     ExcerptLine,
+    Mark,
     build_excerpt,
     failure_lines,
     find_marks,
+    states,
 )
+from landbot.triage.generic import EARLIER, earlier_cause
 from landbot.triage.log import (
     DEFAULT_CONTEXT_LINES,
     DEFAULT_MAX_BYTES,
@@ -40,10 +46,11 @@ from landbot.triage.log import (
     ParsedLog,
     parse_log,
 )
+from landbot.triage.recognisers import ECOSYSTEMS, Ecosystem
 from landbot.triage.steps import AnnotationLike, StepInput, StepLike, pick
 from landbot.triage.summary import summarize
 
-__all__ = ["AnnotationLike", "LogExplanation", "StepInput", "StepLike", "explain_log"]
+__all__ = ["AnnotationLike", "Baseline", "LogExplanation", "StepInput", "StepLike", "explain_log"]
 
 ERROR_LINES_MAX = 50
 
@@ -117,15 +124,17 @@ def explain_log(
     rules: Iterable[RuleLike | Mapping[str, str] | Rule] = (),
     max_bytes: int = DEFAULT_MAX_BYTES,
     context_lines: int = DEFAULT_CONTEXT_LINES,
+    baselines: Sequence[Baseline] = (),
 ) -> LogExplanation:
     """Read a job log (a binary file, an iterator of byte chunks, or bytes) and explain it.
 
     Rules are compiled before the log is read, so a bad rule fails fast with a
-    LandbotError (one line naming the rule).
+    LandbotError (one line naming the rule). `baselines`: passing logs of the same job
+    (baseline.read_baseline); a line one of them printed too is not why this run failed.
     """
     compiled = compile_rules(rules)
     parsed = parse_log(stream, max_bytes=max_bytes, context_lines=context_lines)
-    return explain_parsed(parsed, steps=steps, rules=compiled)
+    return explain_parsed(parsed, steps=steps, rules=compiled, baselines=baselines)
 
 
 def explain_parsed(
@@ -134,13 +143,35 @@ def explain_parsed(
     steps: Sequence[StepInput] | None = None,
     rules: Sequence[Rule] = (),
     annotations: Sequence[AnnotationLike] = (),
+    baselines: Sequence[Baseline] = (),
+    ecosystems: Sequence[Ecosystem] = ECOSYSTEMS,
 ) -> LogExplanation:
     """Explain a parsed log; `steps` (the jobs API's) and `annotations` (the check run's)
-    pick the failing step's section before the log is read (steps.py)."""
+    pick the failing step's section before the log is read (steps.py); `baselines` (the
+    same job's passing logs) demote the lines they show too (compare.py). `ecosystems`:
+    the recognisers to run (the corpus bench turns them off to measure the generic
+    rules alone)."""
     chosen = pick(parsed, steps=steps, annotations=annotations)
     parsed = chosen.parsed
-    marks = find_marks(parsed)
+    if baselines:
+        # What is new in this run says why it failed (compare.py): the recognisers' and
+        # the generic rules' lines that a passing log printed too are not reported.
+        fresh = fresh_in_parsed(parsed, baselines)
+        known = frozenset(x.number for x in parsed.region if not x.header) - fresh
+        marks = find_marks(parsed, ecosystems=ecosystems, known=known)
+        if not any(states(m) for m in marks):
+            marks = weigh(find_marks(parsed, ecosystems=ecosystems), fresh, parsed.region)
+    else:
+        marks = find_marks(parsed, ecosystems=ecosystems)
     result: Classification = classify(parsed, marks, rules, step_name=chosen.api_name)
+    # The failing step printed nothing of its own: the step before it may say why.
+    earlier = earlier_cause(parsed)
+    if earlier and baselines:
+        # A warning the green run's step printed too is not why this run failed.
+        fresh_before = fresh_lines(earlier, baselines, None)
+        earlier = tuple(x for x in earlier if x.number in fresh_before)
+    if earlier:
+        marks = (*(Mark(x.number, EARLIER, NAMES, x.text) for x in earlier), *marks)
     title = parsed.step_title if parsed.first_error else None
     step, number = chosen.step, chosen.number
     evidence_lines = [e.line for e in result.evidence if e.line > 0]
@@ -156,7 +187,7 @@ def explain_parsed(
             limit=ERROR_LINES_MAX,
         )
         must = [*evidence_lines, *([parsed.first_error] if parsed.first_error else [])]
-        excerpt = build_excerpt(marks, parsed.region, must=must)
+        excerpt = build_excerpt(marks, (*earlier, *parsed.region), must=must)
         excerpt = _with_job_lines(excerpt, parsed, result)
     return LogExplanation(
         class_=result.class_,

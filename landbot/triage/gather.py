@@ -18,6 +18,11 @@ triage/flaky.py): the flaky-test ledger in the store (no call), and the PR's own
 check runs (one call, only when a job would be called flaky), with the head's log of a
 check that failed there too. A GitHub error on any of these extra reads is no evidence:
 the class is what the rest of the evidence says.
+
+And the baseline (issue 26, triage/last_green.py): each failed job's log is compared with
+the same job's last green log on the base branch (else the base's newest green merge
+group), found and fetched once per base commit and kept in the store, so the next drop on
+that base costs no call. No green run, or a GitHub error on the way: the log alone.
 """
 
 from __future__ import annotations
@@ -43,9 +48,12 @@ from landbot.github.errors import GitHubError, RateLimited
 from landbot.github.models import Annotation, CheckRun, Job, WorkflowRun
 from landbot.github.ops import GitHubOps, ReadsAnnotations, TriageGitHub
 from landbot.triage import flaky
+from landbot.triage.baseline import Baseline
 from landbot.triage.classify import Rule, compile_rules
 from landbot.triage.combine import JobVerdict, evidence_why, overall
 from landbot.triage.explain import LogExplanation, explain_parsed
+from landbot.triage.last_green import LastGreen
+from landbot.triage.last_green import usable as can_find_baselines
 from landbot.triage.log import DEFAULT_MAX_BYTES, ParsedLog, parse_log
 
 if TYPE_CHECKING:
@@ -163,7 +171,8 @@ class Gatherer:
         if drop.id is not None and drop.merge_group_sha != group.sha:
             # The drop's own record of the commit the queue tested: the fixer starts there.
             store.update_drop(drop.id, merge_group_sha=group.sha)
-        verdicts, capped = self.explain_checks(gh, drop.repo, failed)
+        green = self.last_green(gh, store, drop, group, runs)
+        verdicts, capped = self.explain_checks(gh, drop.repo, failed, green)
         verdicts = self.test_reports(gh, drop.repo, failed, verdicts)
         verdicts = self.weigh_flaky(gh, store, drop, group, verdicts)
         cls, reason = overall(verdicts)
@@ -190,6 +199,31 @@ class Gatherer:
                 if cls == "policy"
                 else ()
             ),
+        )
+
+    def last_green(
+        self, gh: TriageGitHub, store: Store, drop: Drop, group: GroupCommit, runs: RunsOnce
+    ) -> LastGreen | None:
+        """The drop's baseline finder (triage/last_green.py), given the base a job whose
+        own branch does not name one is compared on (the group's row in the store: no
+        call); None when the client cannot list green runs (the log alone)."""
+        if not can_find_baselines(gh):
+            return None
+        base_ref, base_sha = drop.base_ref, None
+        for row in store.groups_for(drop.repo, drop.pr):
+            if row.head_sha == group.sha:
+                ref = parse_group_ref(row.head_ref)
+                base_ref = row.base_ref or (ref.base if ref else None) or base_ref
+                base_sha = row.base_sha or (ref.base_sha if ref else None)
+                break
+        return LastGreen(
+            gh,
+            store,
+            drop.repo,
+            merge_group_runs=runs,
+            max_bytes=self.max_log_bytes,
+            base_ref=base_ref,
+            base_sha=base_sha,
         )
 
     # --- positive evidence for flaky ------------------------------------------------------
@@ -295,7 +329,11 @@ class Gatherer:
         return explain_policy(mirror, head, base_sha, jobs)
 
     def explain_checks(
-        self, gh: TriageGitHub, repo: str, failed: Sequence[CheckRun]
+        self,
+        gh: TriageGitHub,
+        repo: str,
+        failed: Sequence[CheckRun],
+        green: LastGreen | None = None,
     ) -> tuple[list[JobVerdict], int]:
         """A verdict per failed check, in GitHub's order; and how many logs the cap left."""
         wanted = [
@@ -308,7 +346,7 @@ class Gatherer:
         verdicts: list[JobVerdict] = []
         for check in failed:
             if check.id in reading:
-                verdicts.append(self.from_log(gh, repo, check, jobs.get(check.id)))
+                verdicts.append(self.from_log(gh, repo, check, jobs.get(check.id), green))
             elif check.id in unread:
                 verdicts.append(
                     without_log(
@@ -321,7 +359,14 @@ class Gatherer:
                 verdicts.append(no_log_verdict(check))
         return verdicts, len(unread)
 
-    def from_log(self, gh: TriageGitHub, repo: str, check: CheckRun, job: Job | None) -> JobVerdict:
+    def from_log(
+        self,
+        gh: TriageGitHub,
+        repo: str,
+        check: CheckRun,
+        job: Job | None,
+        green: LastGreen | None = None,
+    ) -> JobVerdict:
         steps = job.steps if job is not None else None
         try:
             with gh.job_log(repo, check.id) as chunks:
@@ -342,11 +387,19 @@ class Gatherer:
                 if explained.class_ != "unknown":
                     return log_verdict(check, job, explained, None)
             return without_log(check, _by_conclusion(check), gone)
-        explained = explain_parsed(parsed, steps=steps, rules=self.rules)
+        # The same job's last green log (issue 26), read only once the failing one was:
+        # its lines are not why this run failed. None found: the log alone.
+        baselines: tuple[Baseline, ...] = ()
+        if green is not None:
+            found = green.of(job)
+            baselines = (found,) if found is not None else ()
+        explained = explain_parsed(parsed, steps=steps, rules=self.rules, baselines=baselines)
         if annotations_matter(check, explained):
             notes = self.annotations(gh, repo, check)
             if notes:
-                explained = explain_parsed(parsed, steps=steps, rules=self.rules, annotations=notes)
+                explained = explain_parsed(
+                    parsed, steps=steps, rules=self.rules, annotations=notes, baselines=baselines
+                )
         # The section explained (the jobs API's step, when it chose another than the
         # log's): the line link and the command follow the step that failed.
         return log_verdict(check, job, explained, explained.parsed or parsed)

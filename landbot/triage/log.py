@@ -159,6 +159,8 @@ class Section:
     inner_title: str | None = None
     """For an inner step of a composite action: its own ``Run …`` title (its script is
     ``script``)."""
+    before: tuple[Line, ...] = ()
+    """The last lines (at most ``TAIL_LINES``) of the step that ran just before it."""
 
     @cached_property
     def error_texts(self) -> tuple[str, ...]:
@@ -343,6 +345,39 @@ def clean_line(raw: bytes) -> str:
     return text[:TEXT_CAP]
 
 
+_STAMPS = re.compile(rb"\n\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ")
+# _ANSI for many lines at once: an unterminated OSC sequence ends with its line.
+_ANSI_LINES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|\x1b[@-_]?")
+
+
+def clean_block(data: bytes) -> list[str]:
+    """``clean_line`` of every line of `data` (lines joined by ``\\n``, the last one may
+    lack it), with whole-block passes at C speed instead of one call per line."""
+    if not data:
+        return []
+    text = b"\n" + (data[:-1] if data.endswith(b"\n") else data)
+    if text.endswith(b"\r"):
+        text = text[:-1]
+    if b"\r\n" in text:
+        text = text.replace(b"\r\n", b"\n")
+    if BOM in text:
+        text = text.replace(b"\n" + BOM, b"\n")
+    text = _STAMPS.sub(b"\n", text)
+    decoded = text.decode("utf-8", "replace")
+    if "\x1b" in decoded:
+        decoded = _ANSI_LINES.sub("", decoded)
+    lines = decoded.split("\n")
+    del lines[0]
+    if "\r" in decoded:
+        for i, line in enumerate(lines):
+            if "\r" in line:
+                parts = [p for p in line.split("\r") if p.strip()]
+                lines[i] = parts[-1] if parts else ""
+    if _CONTROL.search(decoded):
+        lines = [_CONTROL.sub("", line) for line in lines]
+    return [line if len(line) <= TEXT_CAP else line[:TEXT_CAP] for line in lines]
+
+
 def _chunks(source: LogSource) -> Iterator[bytes]:
     if isinstance(source, bytes | bytearray | memoryview):
         yield bytes(source)
@@ -386,11 +421,6 @@ def _blocks(source: LogSource) -> Iterator[bytes]:
         yield block
     if carry:
         yield carry
-
-
-def _line_count(data: bytes) -> int:
-    n = data.count(b"\n")
-    return n if not data or data.endswith(b"\n") else n + 1
 
 
 def _lines_in(data: bytes, pos: int, end: int) -> int:
@@ -504,6 +534,8 @@ class _Part:
     bounds: whether its end reports a failure must not depend on them."""
     truncated: bool = False
     end: int = 0
+    before: list[tuple[int, bytes]] = field(default_factory=list)
+    """The last lines (before any error) of the step just before it."""
 
     def blocks(self) -> list[_Block]:
         return [*self.pinned, *self.tail]
@@ -649,9 +681,7 @@ class _Scanner:
         first = self.line
         self.byte_count += len(data)
         self.peak = max(self.peak, self.held() + len(data))
-        count = _line_count(data)
-        self._scan(data, first, first + count)
-        self.line += count
+        self.line = self._scan(data, first)
         self.peak = max(self.peak, self.held() + len(data))
 
     # --- the structure ------------------------------------------------------------------
@@ -672,8 +702,9 @@ class _Scanner:
             events.sort()
         return events
 
-    def _scan(self, data: bytes, first: int, after: int) -> None:
-        """Follow the structure of `data` (lines `first` to `after` - 1)."""
+    def _scan(self, data: bytes, first: int) -> int:
+        """Follow the structure of `data` (lines from `first`); the number of the line
+        after it. Lines are counted once, up to each event, then to the end."""
         at, at_line = 0, first  # lines counted up to `at`
         taken, taken_line = 0, first  # bytes before `taken` were handed to a section
         # The header group's lines (script, shell, env) may span blocks: copy them as
@@ -751,7 +782,9 @@ class _Scanner:
                     self.part.terminal = any(t in raw for t in _TERMINAL)
         if script_from is not None and self.in_header and self.part.header is not None:
             self.part.header.add_script(data[script_from:])
+        after = at_line + _lines_in(data, at, len(data))
         self._give(data, taken, len(data), taken_line, after)
+        return after
 
     # --- the bytes of the current section -------------------------------------------------
 
@@ -762,7 +795,7 @@ class _Scanner:
             return
         part = self.part
         if part.error_line is None:
-            if not part.post and part.header is not None:
+            if not part.post and (part.header is not None or not self.headers):
                 _remember_last(part.last, data, pos, end, end_line)
             self._ring_add(_Block(line, data[pos:end]))
             return
@@ -855,7 +888,14 @@ class _Scanner:
         if header is not None and len(self.headers) < HEADERS_CAP:
             self.headers.append((line, header.title))
             self.header_objs.append(header)
+        previous = self.part
         self.part = _Part(header, line, post, len(self.headers) - (header is not None))
+        if not post and previous.header is not None and not previous.post:
+            # The step before it: its last lines may say why this one fails when this
+            # one prints nothing of its own (generic.py's earlier cause).
+            self.part.before = [
+                (n, raw) for n, raw in previous.last if not _in_header(previous.header, n)
+            ]
         # Keep at least half of the bound for the section now read.
         if self.kept_bytes + (self.plain.size if self.plain else 0) > self.max_bytes // 2:
             cap = self.max_bytes // (2 * (KEPT_SECTIONS + 1))
@@ -876,8 +916,10 @@ class _Scanner:
                 self.dropped += 1
             self.kept.append(part)
             self.kept_bytes += part.size
-        elif not part.post and part.header is not None and not self.kept:
-            # Only its end can show a failure in words: keep its last lines.
+        elif not part.post and (part.header is not None or not self.headers) and not self.kept:
+            # Only its end can show a failure in words: keep its last lines. A log with
+            # no step headers at all (Jenkins, Buildkite, GitLab consoles, or a bare
+            # command's output) is one step, read this way too.
             part.pinned = list(self.ring)
             part.pinned_bytes = self.ring_bytes
             lines = sum(_lines_in(b.data, 0, len(b.data)) for b in part.pinned)
@@ -1006,11 +1048,18 @@ def _section(
     for block in part.blocks():
         if not block.data:
             continue
-        raws = block.data.split(b"\n")
-        if block.data.endswith(b"\n"):
-            raws.pop()
-        for number, raw in enumerate(raws, block.first):
-            region.append(Line(number, clean_line(raw), _in_header(header, number)))
+        texts = clean_block(block.data)
+        last = block.first + len(texts) - 1
+        if (
+            header is None
+            or last < header.line
+            or (header.end is not None and block.first > header.end)
+        ):
+            region.extend(Line(n, t) for n, t in enumerate(texts, block.first))
+        else:
+            region.extend(
+                Line(n, t, _in_header(header, n)) for n, t in enumerate(texts, block.first)
+            )
     script: tuple[str, ...] = ()
     if header is not None:
         script = tuple(clean_line(raw) for raw in header.script.split(b"\n")[:SCRIPT_LINES_CAP])
@@ -1036,6 +1085,7 @@ def _section(
         post=part.post,
         truncated=part.truncated,
         steps_after=after,
+        before=tuple(Line(n, clean_line(raw)) for n, raw in part.before),
     )
 
 
@@ -1159,7 +1209,8 @@ def _by_order(headers: Sequence[_Header], index: int, latest: int | None = -1) -
 _FAILURE_TEXT = re.compile(
     r"\b(?:[Ee]rror|ERROR|[Ff]atal|FATAL)(?:\[\w+\])?:|\bFAIL(?:ED|URE)?\b|\bpanic:|"
     r"^Traceback \(most|Segmentation fault|exit (?:code|status) [1-9]|"
-    r"make(?:\[\d+\])?: \*\*\*|npm ERR!|BUILD FAILED|\bfailed with exit code"
+    r"make(?:\[\d+\])?: \*\*\*|npm ERR!|BUILD FAILED|\bfailed with exit code|"
+    r"\bexited with (?:code|status) [1-9]"
 )
 
 

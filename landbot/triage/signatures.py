@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from landbot.core.model import TriageClass
-from landbot.triage.context import FAILURE_KINDS, TEST_KINDS, Mark
+from landbot.triage.context import FAILURE_KINDS, GENERIC_KINDS, TEST_KINDS, Mark
 from landbot.triage.log import Line, ParsedLog
 
 # Output lines at the step's end (and above its first error) where a cause is looked for.
@@ -401,8 +401,9 @@ def pr_gate(view: View) -> Line | None:
     return None
 
 
-# Recognisers' kinds that are no verdict on the code: the bare annotation, quest's.
-_NOT_CODE = frozenset({"error", "quest"})
+# Recognisers' kinds that are no verdict on the code: the bare annotation, quest's, and
+# the generic rules' (they find the lines to read, not what kind of thing failed).
+_NOT_CODE = frozenset({"error", "quest"}) | GENERIC_KINDS
 # A crash's typed exception (``TypeError: …``, ``KeyError``), not a bare ``Error:`` (what
 # a gate's script throws with its message).
 _TYPED_EXCEPTION = re.compile(r"(?:^|[\s(])(?:[\w$]+\.)*[A-Z]\w*(?:Error|Exception)\b(?::|$)")
@@ -753,7 +754,7 @@ def from_marks(kinds: Iterable[str]) -> Check:
     return check
 
 
-_NOT_TOOL = frozenset({"error", "quest"})
+_NOT_TOOL = frozenset({"error", "quest"}) | GENERIC_KINDS
 
 
 def first_error(view: View) -> Line | None:

@@ -240,3 +240,58 @@ def test_merge_group_runs_without_a_commit_read_one_page_only(
         json={"total_count": 2, "workflow_runs": [{**run, "id": 10}]},
     )
     assert [r.id for r in client.merge_group_runs("octo/widgets", head_sha=SHA)] == [9, 10]
+
+
+def test_a_branchs_green_runs_are_one_filtered_page(
+    client: GitHubClient, httpx_mock: HTTPXMock
+) -> None:
+    """Triage's baselines (issue 26): the base's successful push runs, every workflow's,
+    one call whatever GitHub has beyond the first page; each with its workflow."""
+    runs = f"{API}/repos/octo/widgets/actions/runs"
+    query = "branch=release%2F2.x&status=success&event=push&exclude_pull_requests=true"
+    run = {
+        "id": 12,
+        "name": "CI",
+        "workflow_id": 161335,
+        "event": "push",
+        "head_branch": "release/2.x",
+        "head_sha": SHA,
+        "status": "completed",
+        "conclusion": "success",
+        "html_url": "https://github.test/octo/widgets/actions/runs/12",
+    }
+    httpx_mock.add_response(
+        url=f"{runs}?{query}&per_page=100",
+        json={"total_count": 900, "workflow_runs": [run, {**run, "id": 11, "workflow_id": None}]},
+        headers=link(f"{runs}?{query}&per_page=100&page=2"),
+    )
+    got = client.green_runs("octo/widgets", "release/2.x")
+    assert [(r.id, r.name, r.workflow_id, r.event, r.conclusion) for r in got] == [
+        (12, "CI", 161335, "push", "success"),
+        (11, "CI", None, "push", "success"),
+    ]
+    assert len(httpx_mock.get_requests()) == 1
+
+
+def test_a_jobs_workflow_and_branch_are_read(client: GitHubClient, httpx_mock: HTTPXMock) -> None:
+    group = f"gh-readonly-queue/main/pr-5-{SHA}"
+    job = {
+        "id": 1001,
+        "run_id": 9,
+        "name": "test (3.12)",
+        "workflow_name": "CI",
+        "head_branch": group,
+        "status": "completed",
+        "conclusion": "failure",
+        "steps": [],
+    }
+    httpx_mock.add_response(url=f"{API}/repos/octo/widgets/actions/jobs/1001", json=job)
+    got = client.job("octo/widgets", 1001)
+    assert (got.name, got.workflow_name, got.head_branch) == ("test (3.12)", "CI", group)
+    # GitHub leaves both null on old runs: a job all the same.
+    httpx_mock.add_response(
+        url=f"{API}/repos/octo/widgets/actions/jobs/1001",
+        json={**job, "workflow_name": None, "head_branch": None},
+    )
+    got = client.job("octo/widgets", 1001)
+    assert (got.workflow_name, got.head_branch) == (None, None)

@@ -44,8 +44,9 @@ def test_route_1_the_remembered_merge_group_event(world: World) -> None:
     assert drop.merge_group_sha == step.group_sha
     assert evidence_of(drop)["merge_group_source"] == "merge_group event"
     # The later routes cost nothing: the one listing of merge-group runs is for the PRs
-    # ahead in the group (the reproduce block), and route 2 shares it (next test).
-    assert count(world, RUNS_ROUTE) == 1
+    # ahead in the group (the reproduce block), and route 2 shares it (next test). The
+    # other listing is of main's green runs, for the failed job's baseline (issue 26).
+    assert count(world, RUNS_ROUTE) == 2
     assert world.server.requests.count("POST /graphql", operation="LatestQueueRemoval") == 0
 
 
@@ -61,7 +62,7 @@ def test_route_2_merge_group_workflow_runs(world: World) -> None:
     ev = evidence_of(drop)
     assert ev["merge_group_source"] == "merge-group workflow run"
     assert (ev["triage_class"], [j["job"] for j in ev["jobs"]]) == ("genuine", ["test (3.12)"])
-    assert count(world, RUNS_ROUTE) == 1
+    assert count(world, RUNS_ROUTE) == 2  # and main's green runs, for the baseline
     assert world.server.requests.count("POST /graphql", operation="LatestQueueRemoval") == 0
 
 

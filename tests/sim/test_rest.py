@@ -100,6 +100,44 @@ def test_merge_group_runs_jobs_and_check_runs(api: httpx.Client, dropped: Any) -
     assert by_name["test"]["app"]["slug"] == "github-actions"
 
 
+def test_a_branchs_green_push_runs_as_triage_lists_them(
+    api: httpx.Client, gh: FakeGitHub, repo: Repository
+) -> None:
+    """`GET /actions/runs?branch=&status=success&event=push`: the baselines of triage
+    (issue 26), each run shaped as GitHub's model, newest first, one page."""
+    main = gh.branch_sha(repo, "main")
+    assert main is not None
+    gh.set_checks(repo, CheckScenario.failing(), sha=main, event="push")
+    gh.run_checks(repo, main, event="push", head_branch="main")  # red
+    gh.set_checks(repo, CheckScenario.passing("test", "lint"), sha=main, event="push")
+    green = [gh.run_checks(repo, main, event="push", head_branch="main") for _ in range(2)]
+    gh.run_checks(repo, main, event="pull_request", head_branch="main")  # not a push
+    params = {
+        "branch": "main",
+        "status": "success",
+        "event": "push",
+        "exclude_pull_requests": "true",
+        "per_page": 100,
+    }
+    body = api.get("/repos/acme/widgets/actions/runs", params=params).json()
+    runs = body["workflow_runs"]
+    for run in runs:
+        valid(models.WorkflowRun, run)
+    assert body["total_count"] == 2
+    assert [(r["event"], r["head_branch"], r["conclusion"]) for r in runs] == [
+        ("push", "main", "success")
+    ] * 2
+    assert runs[0]["id"] > runs[1]["id"]  # newest first
+    assert all(r["pull_requests"] == [] for r in runs)
+    jobs = api.get(f"/repos/acme/widgets/actions/runs/{runs[0]['id']}/jobs").json()["jobs"]
+    assert {j["id"] for j in jobs} == {c.id for c in green[1]}
+    for j in jobs:
+        valid(models.Job, j)
+        assert (j["workflow_name"], j["head_branch"], j["conclusion"]) == ("CI", "main", "success")
+    other = api.get("/repos/acme/widgets/actions/runs", params={**params, "branch": "dev"})
+    assert other.json() == {"total_count": 0, "workflow_runs": []}
+
+
 def test_check_runs_paginate_with_link_headers(api: httpx.Client, dropped: Any) -> None:
     _, group_sha = dropped
     first = api.get(f"/repos/acme/widgets/commits/{group_sha}/check-runs", params={"per_page": 2})

@@ -161,6 +161,18 @@ LONGEST: dict[tuple[str, str], str] = {
     ("comment_posts", "state"): longest(["posting", "posted"]),
     ("comment_posts", "owner"): WORKER,
     ("comment_posts", "node_id"): NODE_ID,
+    # triage/gather.py: a green job's baseline (longer job names are not kept, see
+    # test_baselines.py) and which run it was for a base commit (branch and names unbounded)
+    ("baselines", "repo"): REPO.lower(),
+    ("baselines", "job_name"): "c" * CHECK_NAME_CHARS,
+    ("baselines", "head_sha"): SHA,
+    ("baseline_runs", "key"): "k" * 64,  # a sha256 hex digest
+    ("baseline_runs", "repo"): REPO.lower(),
+    ("baseline_runs", "base_ref"): BASE_REF,
+    ("baseline_runs", "workflow"): FREE,
+    ("baseline_runs", "job_name"): FREE,
+    ("baseline_runs", "base_sha"): SHA,
+    ("baseline_runs", "run_sha"): SHA,
 }
 
 
@@ -285,6 +297,17 @@ def test_the_longest_values_are_stored_and_read_back(store: Store) -> None:
     assert store.claim_post(v[("comment_posts", "key")], **post).claimed == "new"
     assert store.claim_post(f"handback:{PR}", **post, drop_id=drop_id).claimed == "new"
     store.posted(f"handback:{PR}", COMMENT_ID, NODE_ID, FREE)
+    big = 2**63 - 1  # workflow run and job ids are 64-bit
+    job_name = v[("baselines", "job_name")]
+    assert store.save_baseline(
+        repo=REPO, run_id=big, job_name=job_name, job_id=big, head_sha=SHA, data=b"\0" * 1000
+    )
+    assert store.baseline(REPO, big, job_name) is not None
+    store.remember_baseline_run(
+        repo=REPO, base_ref=BASE_REF, workflow=FREE, job_name=FREE, base_sha=SHA,
+        run_id=big, run_sha=SHA, job_id=big,
+    )  # fmt: skip
+    assert store.baseline_run(REPO, BASE_REF, FREE, FREE, SHA) is not None
 
     for (table, column), value in sorted(LONGEST.items()):
         # Leases end and statuses move on: those were checked when written, above.
@@ -293,6 +316,9 @@ def test_the_longest_values_are_stored_and_read_back(store: Store) -> None:
             ("actions", "status"),
             ("test_failures", "retry"),
         }
+        if column == "key" and table == "baseline_runs":
+            assert len(str(_column(store, table, column)[0])) == 64  # a digest, not this value
+            continue
         if not written_before:
             assert value in _column(store, table, column), f"{table}.{column}"
     assert store.comment_ref(REPO, PR, "handback") == (COMMENT_ID, NODE_ID)

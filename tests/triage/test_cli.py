@@ -69,7 +69,7 @@ def test_readable_output(tmp_path: Path) -> None:
     assert text.startswith("oom-137.log: infrastructure (not the pull request's fault)")
     assert "step: Run pytest -q -n 2 tests/test_reports.py (section at line 97)" in text
     assert "step chosen by: the log alone" in text
-    assert "error lines: 113, 114" in text
+    assert "error lines: 113" in text
     assert "evidence: out-of-memory at line 113:" in text
     assert "  114 │ ##[error]Process completed with exit code 137." in text
     assert "\x1b" not in text
@@ -91,7 +91,7 @@ def test_unreadable_file_is_one_line_and_exit_2(tmp_path: Path, kind: str) -> No
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1
     assert lines[0].startswith(f"landbot: cannot read {path}: ")
-    assert lines[0].endswith("pass a readable GitHub Actions job log")
+    assert lines[0].endswith("pass a readable job log")
 
 
 def test_rules_come_from_the_config(tmp_path: Path) -> None:
@@ -163,3 +163,29 @@ def test_readable_output_names_a_composites_failing_step(tmp_path: Path) -> None
     # Control: a step of the job's own says no more than its title.
     plain = landbot("triage", "log", str(FIXTURES / "pytest-genuine.log"), cwd=tmp_path)
     assert "composite action" not in plain.stdout
+
+
+def test_baseline_option_compares_with_a_passing_log(tmp_path: Path) -> None:
+    lines = [
+        "##[group]Run make test",
+        "make test",
+        "##[endgroup]",
+        "Error: the deprecated flag is set",
+        "Error: widget count is 3, expected 4",
+        "##[error]Process completed with exit code 1.",
+    ]
+    fail = tmp_path / "fail.log"
+    fail.write_text("\n".join(lines) + "\n")
+    passing = tmp_path / "pass.log"
+    passing.write_text("\n".join([*lines[:4], "all checks passed"]) + "\n")
+    alone = landbot("triage", "log", str(fail), "--json", cwd=tmp_path)
+    out = landbot("triage", "log", str(fail), "--baseline", str(passing), "--json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert list(result) == ["class", "step", "error_lines", "summary", "excerpt"]
+    assert result["error_lines"] == [5]
+    assert json.loads(alone.stdout)["error_lines"] != [5]  # the control
+    missing = landbot(
+        "triage", "log", str(fail), "--baseline", str(tmp_path / "nope"), cwd=tmp_path
+    )
+    assert missing.returncode == 2 and "nope" in missing.stderr

@@ -63,8 +63,10 @@ def test_plain_output_above_the_error_explains_an_unknown_tool() -> None:
     e = explain_log(gh_log(run_step("./build.sh", *output, "fatal: cannot frobnicate", EXIT1)))
     shown = [x.line for x in e.excerpt]
     error = 5 + len(output) + 1
-    # The step's header, the 8 lines just above the error, and the error.
-    assert shown == [1, *range(error - 8, error + 1)]
+    # The generic rules (generic.py) name the tool's last words: the step's header, two
+    # lines above them, them, and the exit line; a short answer.
+    assert e.error_lines == (error - 1,)
+    assert shown == [1, *range(error - 3, error + 1)]
     assert e.summary == (
         "step 'Run ./build.sh' failed with exit code 1 after: fatal: cannot frobnicate; "
         "reproduce the step locally and fix it"
