@@ -154,3 +154,19 @@ def test_a_baseline_makes_the_new_line_the_error_line() -> None:
 
 def test_no_baseline_changes_nothing() -> None:
     assert explain_log(FAILING, baselines=()) == explain_log(FAILING)
+
+
+def test_reading_holds_bounded_memory_on_many_long_distinct_lines() -> None:
+    import tracemalloc
+
+    def word(i: int) -> bytes:  # distinct after the digits are masked: letters g to z
+        return bytes(103 + (i // 20**k) % 20 for k in range(4))
+
+    lines = b"".join(word(i) + b"x" * 30_000 + b"\n" for i in range(2_000))
+    tracemalloc.start()
+    b = read_baseline(lines[i : i + (1 << 20)] for i in range(0, len(lines), 1 << 20))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    # 60 MB of distinct long lines; the lines seen lately are capped at 8 MB.
+    assert peak < 30 * 1024 * 1024, peak
+    assert b.size >= 1
