@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from landbot.errors import LandbotError
 from landbot.triage.baseline import (
@@ -170,3 +173,15 @@ def test_reading_holds_bounded_memory_on_many_long_distinct_lines() -> None:
     # 60 MB of distinct long lines; the lines seen lately are capped at 8 MB.
     assert peak < 30 * 1024 * 1024, peak
     assert b.size >= 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200), st.integers(min_value=0, max_value=80), st.binary(max_size=4))
+def test_from_bytes_refuses_garbage_and_damage_with_one_error(
+    garbage: bytes, at: int, patch: bytes
+) -> None:
+    good = Baseline((("Run x", frozenset({1, 2, 3})), ("", frozenset({7})))).to_bytes()
+    damaged = good[:at] + patch + good[at + len(patch) :]
+    for data in (garbage, damaged, good[:at]):
+        with contextlib.suppress(BaselineError):  # refused: fine; anything else fails
+            Baseline.from_bytes(data)
