@@ -57,6 +57,8 @@ MAX_STEPS = 2_000
 TITLE_CAP = 1_000
 # Distinct raw lines remembered to skip hashing them again (cleared when full).
 _RECENT_CAP = 50_000
+# …and at most this many bytes of them: a log of long distinct lines stays bounded.
+_RECENT_BYTES = 8 * 1024 * 1024
 
 _MAGIC = b"LBBL"
 _VERSION = 1
@@ -247,15 +249,19 @@ class _Reader:
     keys: int = 0
     complete: bool = True
     recent: set[bytes] = field(default_factory=set)
+    recent_bytes: int = 0
 
     def add(self, block: bytes) -> None:
         fresh = set(block.split(b"\n"))
         fresh -= self.recent
         if not fresh:
             return
-        if len(self.recent) > _RECENT_CAP:
+        size = sum(map(len, fresh))
+        if len(self.recent) > _RECENT_CAP or self.recent_bytes + size > _RECENT_BYTES:
             self.recent.clear()
+            self.recent_bytes = 0
         self.recent |= fresh
+        self.recent_bytes += size
         keys = self.steps.setdefault(self.title, set())
         for raw in fresh:
             key = _raw_key(raw[:LINE_CAP])
@@ -270,6 +276,7 @@ class _Reader:
     def open_step(self, title: str) -> None:
         self.title = title
         self.recent = set()  # another step: its lines are its own
+        self.recent_bytes = 0
 
 
 def _step_cuts(data: bytes) -> Iterator[tuple[int, int, str | None]]:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from landbot.errors import LandbotError
 from landbot.triage.baseline import (
@@ -154,3 +157,31 @@ def test_a_baseline_makes_the_new_line_the_error_line() -> None:
 
 def test_no_baseline_changes_nothing() -> None:
     assert explain_log(FAILING, baselines=()) == explain_log(FAILING)
+
+
+def test_reading_holds_bounded_memory_on_many_long_distinct_lines() -> None:
+    import tracemalloc
+
+    def word(i: int) -> bytes:  # distinct after the digits are masked: letters g to z
+        return bytes(103 + (i // 20**k) % 20 for k in range(4))
+
+    lines = b"".join(word(i) + b"x" * 30_000 + b"\n" for i in range(2_000))
+    tracemalloc.start()
+    b = read_baseline(lines[i : i + (1 << 20)] for i in range(0, len(lines), 1 << 20))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    # 60 MB of distinct long lines; the lines seen lately are capped at 8 MB.
+    assert peak < 30 * 1024 * 1024, peak
+    assert b.size >= 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200), st.integers(min_value=0, max_value=80), st.binary(max_size=4))
+def test_from_bytes_refuses_garbage_and_damage_with_one_error(
+    garbage: bytes, at: int, patch: bytes
+) -> None:
+    good = Baseline((("Run x", frozenset({1, 2, 3})), ("", frozenset({7})))).to_bytes()
+    damaged = good[:at] + patch + good[at + len(patch) :]
+    for data in (garbage, damaged, good[:at]):
+        with contextlib.suppress(BaselineError):  # refused: fine; anything else fails
+            Baseline.from_bytes(data)
