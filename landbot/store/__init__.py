@@ -2,11 +2,14 @@
 repositories' own settings files."""
 
 from landbot.store.records import (
+    FlakyTestHistory,
+    LedgerFailure,
     LedgerTest,
     StoreCounts,
     StoredAction,
     StoredDelivery,
     StoredDrop,
+    StoredFlakyIssue,
     StoredGroup,
     StoredJob,
     StoredPost,
@@ -15,13 +18,16 @@ from landbot.store.records import (
 from landbot.store.store import Lease, Store, utcnow
 
 __all__ = [
+    "FlakyTestHistory",
     "Lease",
+    "LedgerFailure",
     "LedgerTest",
     "Store",
     "StoreCounts",
     "StoredAction",
     "StoredDelivery",
     "StoredDrop",
+    "StoredFlakyIssue",
     "StoredGroup",
     "StoredJob",
     "StoredPost",
