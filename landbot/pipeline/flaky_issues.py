@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
+import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -21,7 +23,7 @@ from landbot.core.model import JobFailure
 from landbot.github.errors import GitHubError
 from landbot.github.ops import IssueOps
 from landbot.land import flaky_issues as fi
-from landbot.land.issues import FlakyIssueWriter
+from landbot.land.issues import FlakyIssueWriter, IssueBusy
 from landbot.land.plan import evidence_from
 from landbot.store import FlakyTestHistory, Store, utcnow
 
@@ -48,13 +50,15 @@ class FlakySweep:
         store: Store,
         gh: IssueOps,
         *,
-        owner: str = "flaky-sweep",
+        owner: str | None = None,
         clock: Callable[[], dt.datetime] = utcnow,
     ) -> None:
         self.settings = settings
         self.store = store
         self.policy = fi.FlakyIssuePolicy.from_settings(settings.flaky_issues)
-        self.writer = FlakyIssueWriter(store, gh, owner=owner, policy=self.policy)
+        # Names this process's claims: a fresh one of another process is left to it.
+        me = owner or f"{socket.gethostname()}:{os.getpid()}:flaky"
+        self.writer = FlakyIssueWriter(store, gh, owner=me, policy=self.policy)
         self.clock = clock
 
     def run(self, repos: Iterable[str] | None = None) -> SweepReport:
@@ -92,6 +96,8 @@ class FlakySweep:
                 continue
             try:
                 self.writer.apply(repo, test, decision, history, issue, self._jobs(history), now)
+            except IssueBusy:
+                continue  # another worker's sweep is making it: the next sweep sees it
             except GitHubError as exc:
                 # The next sweep decides again from the store: nothing was recorded.
                 logs.event(
