@@ -48,7 +48,7 @@ class FlakySweep:
         self,
         settings: Settings,
         store: Store,
-        gh: IssueOps,
+        gh: Callable[[], IssueOps],
         *,
         owner: str | None = None,
         clock: Callable[[], dt.datetime] = utcnow,
@@ -57,9 +57,19 @@ class FlakySweep:
         self.store = store
         self.policy = fi.FlakyIssuePolicy.from_settings(settings.flaky_issues)
         # Names this process's claims: a fresh one of another process is left to it.
-        me = owner or f"{socket.gethostname()}:{os.getpid()}:flaky"
-        self.writer = FlakyIssueWriter(store, gh, owner=me, policy=self.policy)
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:flaky"
+        # The client is made on the first write: a sweep with nothing to do needs none.
+        self._gh = gh
+        self._writer: FlakyIssueWriter | None = None
         self.clock = clock
+
+    @property
+    def writer(self) -> FlakyIssueWriter:
+        if self._writer is None:
+            self._writer = FlakyIssueWriter(
+                self.store, self._gh(), owner=self.owner, policy=self.policy
+            )
+        return self._writer
 
     def run(self, repos: Iterable[str] | None = None) -> SweepReport:
         report = SweepReport()
@@ -146,8 +156,9 @@ class FlakySweep:
         return out
 
 
-def sweep(settings: Settings, store: Store, gh: IssueOps) -> SweepReport:
-    """One sweep of every watched repository (nothing at all when the setting is off)."""
+def sweep(settings: Settings, store: Store, gh: Callable[[], IssueOps]) -> SweepReport:
+    """One sweep of every watched repository (nothing at all when the setting is off);
+    `gh` makes the client, called only when something is to be written."""
     if not settings.flaky_issues.enabled:
         return SweepReport()
     return FlakySweep(settings, store, gh).run()

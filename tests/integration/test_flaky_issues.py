@@ -53,7 +53,7 @@ def sweep(world: World, *, days: float = 0, **settings: Any) -> Any:
         update={"flaky_issues": FlakyIssuesSettings(**settings)} if settings else {}
     )
     later = utcnow() + dt.timedelta(days=days)
-    return FlakySweep(conf, world.store, world.client, clock=lambda: later).run()
+    return FlakySweep(conf, world.store, lambda: world.client, clock=lambda: later).run()
 
 
 def mentions(body: str) -> list[str]:
