@@ -250,8 +250,11 @@ def poll(
     if no_process:
         return
     own = own_drops(store, repos, new, now=utcnow())
-    run = finish_own_work(store, make_worker(settings, store, gh=gh), own)
+    worker = make_worker(settings, store, gh=gh)
+    run = finish_own_work(store, worker, own)
     typer.echo(f"landbot: ran {run.ran} job(s) for {len(own)} drop(s)", err=True)
+    # A scheduled poll may be the only process: it sweeps the flaky tests' issues too.
+    worker.flaky_due()
     if run.left:
         typer.echo(
             f"landbot: {len(run.left)} job(s) of these drops still open (a retry not due yet, "

@@ -21,6 +21,8 @@ from landbot.land.act import Actor, Progress
 from landbot.land.checks import CheckWriter
 from landbot.land.model import Decision, Policy
 from landbot.land.plan import evidence_from, plan_from, plan_json
+from landbot.notify import enabled as notify_enabled
+from landbot.notify import notify
 from landbot.store import Store
 from landbot.triage.gather import Gatherer
 
@@ -57,7 +59,13 @@ class Lander:
         self.progress = progress or (lambda msg: log.debug("%s", msg))
         self.failpoint = failpoint or (lambda name: None)
         self.actor = Actor(
-            store, gh, progress=self.progress, failpoint=self.failpoint, policy_for=self.policy_for
+            store,
+            gh,
+            progress=self.progress,
+            failpoint=self.failpoint,
+            policy_for=self.policy_for,
+            # Unset (the default): no notifier at all, so a hand-back costs nothing more.
+            notify=(lambda text: notify(settings, text)) if notify_enabled(settings) else None,
         )
         # The `landbot` check run on the drop's head and the fixing label (land/checks.py).
         self.checks = CheckWriter(store, gh, policy_for=self.policy_for, failpoint=self.failpoint)

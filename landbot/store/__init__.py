@@ -2,6 +2,8 @@
 repositories' own settings files, triage's baselines."""
 
 from landbot.store.records import (
+    FlakyTestHistory,
+    LedgerFailure,
     LedgerTest,
     StoreCounts,
     StoredAction,
@@ -9,6 +11,7 @@ from landbot.store.records import (
     StoredBaselineRun,
     StoredDelivery,
     StoredDrop,
+    StoredFlakyIssue,
     StoredGroup,
     StoredJob,
     StoredPost,
@@ -17,7 +20,9 @@ from landbot.store.records import (
 from landbot.store.store import Lease, Store, utcnow
 
 __all__ = [
+    "FlakyTestHistory",
     "Lease",
+    "LedgerFailure",
     "LedgerTest",
     "Store",
     "StoreCounts",
@@ -26,6 +31,7 @@ __all__ = [
     "StoredBaselineRun",
     "StoredDelivery",
     "StoredDrop",
+    "StoredFlakyIssue",
     "StoredGroup",
     "StoredJob",
     "StoredPost",
