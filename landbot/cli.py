@@ -229,7 +229,7 @@ def poll(
     """
     from landbot.config import load_settings
     from landbot.intake.poll import sweep
-    from landbot.pipeline.poll import finish_own_work, own_drops
+    from landbot.pipeline.poll import finish_own_work, hold_sweeps, own_drops
     from landbot.pipeline.wiring import make_github, make_worker, open_store
     from landbot.ready import check_ready
     from landbot.store import utcnow
@@ -250,8 +250,13 @@ def poll(
     if no_process:
         return
     own = own_drops(store, repos, new, now=utcnow())
-    run = finish_own_work(store, make_worker(settings, store, gh=gh), own)
+    worker = make_worker(settings, store, gh=gh)
+    run = finish_own_work(store, worker, own)
     typer.echo(f"landbot: ran {run.ran} job(s) for {len(own)} drop(s)", err=True)
+    # The sweep is the scheduled Action's only webhook: waiting drops are looked at again.
+    held = hold_sweeps(store, worker.lander, repos)
+    if held:
+        typer.echo(f"landbot: {held} drop(s) still held (a red base or an open breaker)", err=True)
     if run.left:
         typer.echo(
             f"landbot: {len(run.left)} job(s) of these drops still open (a retry not due yet, "

@@ -356,6 +356,9 @@ def _group_failure(
 @route("check_run", "completed", payloads.CheckRunCompleted)
 def _check_run(d: WebhookEvent[payloads.CheckRunCompleted], store: Store) -> str:
     run = d.payload.check_run
+    base = _base_passed(d, store, run, run.check_suite.head_branch)
+    if base is not None:
+        return base
     return _group_failure(d, store, "check_run", run, run.check_suite.head_branch)
 
 
@@ -365,7 +368,28 @@ def _workflow_run(d: WebhookEvent[payloads.WorkflowRunCompleted], store: Store) 
     woken = _fix_run_done(d, store, run)
     if woken is not None:
         return woken
+    base = _base_passed(d, store, run, run.head_branch)
+    if base is not None:
+        return base
     return _group_failure(d, store, "workflow_run", run, run.head_branch)
+
+
+# The repository's job that looks at its waiting drops again (pipeline/process.py HOLD_JOB).
+HOLD_JOB = "hold"
+
+
+def _base_passed(
+    d: WebhookEvent[payloads.Payload], store: Store, run: payloads.Run, branch: str | None
+) -> str | None:
+    """A run that passed on a branch that is no merge group's (a base branch): wake the
+    repository's hold job, which reads the base itself (no GitHub call here). None: not
+    such a run, or nothing of the repository waits."""
+    if d.repo is None or not branch or parse_group_ref(branch) is not None:
+        return None
+    if run.conclusion != "success" or not store.wake_repo_job(HOLD_JOB, d.repo):
+        return None
+    logs.event(log, "base run passed", branch=branch, run_id=run.id, check=run.name)
+    return f"{run.name} passed on {branch}: waiting drops looked at again"
 
 
 def _fix_run_done(

@@ -128,11 +128,13 @@ class Actor:
         fixer: FixerResult | None,
         index: int,
         action: Action,
+        *,
+        stage: str = "",
     ) -> None:
         """Carry out action `index` of the drop's plan, once, whatever crashed before."""
         assert drop.id is not None
         kind = type(action).__name__
-        key = keys.action(drop.id, index, kind, after_fixer=fixer is not None)
+        key = keys.action(drop.id, index, kind, after_fixer=fixer is not None, stage=stage)
         state = self.store.begin_action(key, kind.lower(), drop.id)
         if state == "done":
             logs.event(log, "action already done", logging.DEBUG, action_key=key)

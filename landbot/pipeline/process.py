@@ -8,24 +8,29 @@ the order.
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from landbot import logs
 from landbot.config import Settings
-from landbot.core.model import Drop, Evidence, FixerResult, History, PrSnapshot
+from landbot.core.model import WAITING, Drop, Evidence, FixerResult, History, PrSnapshot
 from landbot.github.ops import GitHubOps, LandOps
 from landbot.land import decide as d
 from landbot.land.act import Actor, Progress
 from landbot.land.checks import CheckWriter
 from landbot.land.model import Decision, Policy
 from landbot.land.plan import evidence_from, plan_from, plan_json
-from landbot.store import Store
+from landbot.store import Store, utcnow
+from landbot.triage.base_red import BaseReader, base_state
 from landbot.triage.gather import Gatherer
 
 log = logging.getLogger("landbot.pipeline")
 Gather = Callable[[GitHubOps, Store, Drop], Evidence]
+# The repository's job that looks at its waiting drops again (a red base, the breaker).
+HOLD_JOB = "hold"
 
 
 class Lander:
@@ -110,9 +115,14 @@ class Lander:
             known = evidence_from(plan) if plan is not None else None
             decision, evidence, pr = self._decide(drop, fixer, known)
             corrected = {"head_sha": decision.removed_head} if decision.removed_head else {}
+            saved = plan_json(decision, evidence, fixer)
+            if decision.outcome in WAITING:
+                # Since when, and on which base: what the hold job looks at again.
+                saved["since"] = utcnow().isoformat()
+                saved["base_ref"] = drop.base_ref or (pr.base_ref if pr else None) or "main"
             self.store.update_drop(
                 drop_id,
-                plan=plan_json(decision, evidence, fixer),
+                plan=saved,
                 class_=evidence.triage_class,
                 summary=decision.why,
                 evidence={"merge_group_source": evidence.merge_group_source},
@@ -145,6 +155,11 @@ class Lander:
         """Record the outcome a decision chose; a settled one completes the drop's check
         run (what it shows comes from `pr`, `evidence` and `fixer` when known)."""
         self.store.update_drop(drop_id, outcome=decision.outcome, summary=decision.why)
+        if decision.outcome in WAITING:
+            # Held in the store, not in a worker: the repository's hold job looks again
+            # (sooner when a webhook says the base changed).
+            recheck = dt.timedelta(minutes=self.settings.breaker.recheck_minutes)
+            self.store.ensure_repo_job(HOLD_JOB, drop.repo, utcnow() + recheck)
         self.checks.finish(drop_id, drop, decision, pr=pr, evidence=evidence, fixer=fixer)
         self.progress(f"{drop.repo}#{drop.pr}: {decision.outcome} ({decision.why})")
         logs.event(
@@ -206,7 +221,87 @@ class Lander:
         if known is None and d.needs_evidence(drop, pr, policy, history):
             self.progress(f"gathering evidence for {drop.repo}#{drop.pr} ({drop.reason})")
             evidence = self.gather_for(drop.repo)(self.gh, self.store, drop)
+            if d.needs_base_check(drop, evidence, policy):
+                evidence = self.base_red(drop, pr, evidence)
         return d.decide(drop, pr, evidence, history, policy, fixer), evidence, pr
+
+    # --- a red base branch (issue 27.1) ----------------------------------------------------
+
+    def base_reader(self) -> BaseReader:
+        gatherer = self.gather if isinstance(self.gather, Gatherer) else None
+        if gatherer is None:
+            return BaseReader()
+        return BaseReader(rules=gatherer.rules, max_log_bytes=gatherer.max_log_bytes)
+
+    def base_red(self, drop: Drop, pr: PrSnapshot, evidence: Evidence) -> Evidence:
+        """The evidence with the failed jobs that fail the same way on the base's newest
+        run (one call for its checks, and the log of each job failed there too)."""
+        base_ref = drop.base_ref or pr.base_ref
+        found = self.base_reader().red(self.gh, drop.repo, base_ref, evidence)
+        if not found.red:
+            return evidence
+        return dataclasses.replace(
+            evidence, base_red=found.red, base_red_sha=found.sha, base_red_url=found.url
+        )
+
+    def hold_sweep(self, repo: str) -> dt.datetime | None:
+        """Look at the repository's waiting drops again, oldest first (the order they go back
+        in the queue): each whose base turned green is re-enqueued, each past the wait is
+        handed back. Returns when to look again (None: nothing waits any more). One call
+        for the base's checks per base branch, then the calls of each drop released."""
+        policy = self.policy_for(repo)
+        now = utcnow()
+        states: dict[str, dict[str, str] | None] = {}
+        later = False
+        for row in self.store.waiting_drops(repo, ("waiting_base",)):
+            plan = row.plan or {}
+            if plan.get("stage") == "release":
+                self._finish_release(row.id, row.drop, plan)  # a worker died releasing it
+                continue
+            evidence = evidence_from(plan) if plan else Evidence()
+            ref = str(plan.get("base_ref") or row.drop.base_ref or "main")
+            if ref not in states:
+                checks = self.base_reader().checks(self.gh, repo, ref)
+                states[ref] = (
+                    None if checks is None else {n: base_state(c) for n, c in checks.items()}
+                )
+            since = _when(plan.get("since")) or row.drop.observed_at or now
+            verdict = d.base_verdict(evidence, states[ref], now - since, policy)
+            if verdict == "wait":
+                later = True
+                continue
+            self._release(row.id, row.drop, evidence, verdict, policy)
+        if not later:
+            return None
+        return now + dt.timedelta(minutes=self.settings.breaker.recheck_minutes)
+
+    def _release(
+        self, drop_id: int, drop: Drop, evidence: Evidence, verdict: d.BaseVerdict, policy: Policy
+    ) -> Decision:
+        pr = self.reread(drop)
+        history = self.history(drop, pr.head_sha)
+        decision = d.after_base(drop, pr, history, policy, verdict)
+        assert decision is not None  # only a drop that no longer waits is released
+        plan = {**plan_json(decision, evidence, None), "stage": "release"}
+        self.store.update_drop(drop_id, plan=plan, summary=decision.why)
+        _decided(decision, evidence, None, resumed=False)
+        return self._act_release(drop_id, drop, decision, evidence, pr)
+
+    def _finish_release(self, drop_id: int, drop: Drop, plan: dict[str, Any]) -> Decision:
+        decision, evidence, _ = plan_from(plan)
+        pr = self.reread(drop)
+        gone = d.taken_away(pr, self.policy_for(drop.repo))
+        if gone is not None:
+            return self.settle(drop_id, drop, gone, pr=pr)
+        return self._act_release(drop_id, drop, decision, evidence, pr)
+
+    def _act_release(
+        self, drop_id: int, drop: Drop, decision: Decision, evidence: Evidence, pr: PrSnapshot
+    ) -> Decision:
+        self.failpoint("after_release_decide")
+        for index, action in enumerate(decision.actions):
+            self.actor.act(drop, pr, evidence, None, index, action, stage="release")
+        return self.settle(drop_id, drop, decision, pr=pr, evidence=evidence)
 
     def history(self, drop: Drop, seen_head: str | None = None) -> History:
         """The drop's head budget and the PR's caps now. `seen_head` is the head as just
@@ -215,6 +310,13 @@ class Lander:
             self.store.note_head(drop.repo, drop.pr, seen_head)
         window = self.policy_for(drop.repo).cap_window
         return self.store.budget(drop.repo, drop.pr, drop.head_sha, window=window)
+
+
+def _when(text: Any) -> dt.datetime | None:
+    if not isinstance(text, str):
+        return None
+    when = dt.datetime.fromisoformat(text)
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
 
 
 def _decided(

@@ -1394,6 +1394,74 @@ class Store:
         job waiting for its run on Actions: waiting is not failing)."""
         return self._give_back(job_id, owner, not_before, note, count_attempt=False)
 
+    # --- a repository's hold job (issue 27: a red base, the breaker) -------------------
+
+    def ensure_repo_job(self, kind: str, repo: str, not_before: dt.datetime | None) -> int:
+        """The one open job of `kind` for `repo` (queued or leased), made when there is
+        none; an earlier `not_before` than the open job's brings it forward."""
+        key = f"{kind}:{repo.lower()}"
+        now = utcnow()
+        with self.tx() as conn:
+            row = conn.execute(
+                sa.select(jobs.c.id, jobs.c.status, jobs.c.not_before).where(
+                    jobs.c.dedupe_key == key
+                )
+            ).first()
+            if row is not None and row.status in ("queued", "leased"):
+                if row.status == "queued" and (
+                    not_before is None
+                    or (row.not_before is not None and _aware(row.not_before) > not_before)
+                ):
+                    conn.execute(
+                        jobs.update()
+                        .where(jobs.c.id == row.id)
+                        .values(not_before=not_before, updated_at=now)
+                    )
+                return int(row.id)
+            if row is not None:
+                # A finished one keeps its row (retention prunes it): its key steps aside.
+                conn.execute(
+                    jobs.update()
+                    .where(jobs.c.id == row.id)
+                    .values(dedupe_key=f"{key}:{row.id}", updated_at=now)
+                )
+            res = conn.execute(
+                jobs.insert().values(
+                    kind=kind,
+                    payload={"repo": repo},
+                    dedupe_key=key,
+                    not_before=not_before,
+                    status="queued",
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            pk = res.inserted_primary_key
+            assert pk is not None
+            return int(pk[0])
+
+    def wake_repo_job(self, kind: str, repo: str) -> bool:
+        """Make the repository's queued job of `kind` runnable now (a webhook said the base
+        changed); False when there is none waiting."""
+        with self.tx() as conn:
+            res = conn.execute(
+                jobs.update()
+                .where(jobs.c.dedupe_key == f"{kind}:{repo.lower()}", jobs.c.status == "queued")
+                .values(not_before=None, updated_at=utcnow())
+            )
+            return res.rowcount == 1
+
+    def waiting_drops(self, repo: str, outcomes: Sequence[str]) -> list[StoredDrop]:
+        """The repository's drops with one of `outcomes`, oldest first (the order they go
+        back in the queue)."""
+        q = (
+            sa.select(drops)
+            .where(sa.func.lower(drops.c.repo) == repo.lower(), drops.c.outcome.in_(outcomes))
+            .order_by(drops.c.observed_at.asc(), drops.c.id.asc())
+        )
+        with self.engine.connect() as conn:
+            return [StoredDrop(**_fields(row)) for row in conn.execute(q)]
+
     # --- leasing ---------------------------------------------------------------------
 
     def _lease(
