@@ -5,8 +5,9 @@ makes): contents write (push a fixer's commits), pull requests write (re-read pu
 requests, comments, reactions, minimize, auto-merge), merge queues write (enqueue, read the
 queue, `merge_group` events), checks write (landbot's own `landbot` and `landbot config`
 check runs; reading failed checks and their annotations, `check_run` events), actions read
-(runs, jobs, logs; `workflow_run` events), issues read (the `issue_comment` event: a comment
-on a pull request is an issue comment), metadata read (always; a collaborator's role).
+(runs, jobs, logs; `workflow_run` events), issues write (the `issue_comment` event: a comment
+on a pull request is an issue comment; the issues landbot keeps itself, a flaky test's or the
+breaker's, opened, edited and closed), metadata read (always; a collaborator's role).
 Contents (held as write) also covers reading `.github/landbot.toml` and the default
 branch's tip, and the `push` event that re-reads it; pull requests write covers labels on
 a pull request ("pull requests and related comments, assignees, labels, milestones, and

@@ -46,6 +46,7 @@ from landbot.github.models import (
     Dispatched,
     EnqueueResult,
     FileContent,
+    Issue,
     Job,
     MergeQueueEntry,
     PullRemovals,
@@ -53,6 +54,7 @@ from landbot.github.models import (
     QueueEvent,
     WorkflowRun,
 )
+from landbot.github.ops import CODEOWNERS_PATHS
 from landbot.github.repos import repo_path, split_repo
 from landbot.github.retry import Retrier, RetryPolicy, rate_limit_wait, reset_wait
 
@@ -78,6 +80,8 @@ ANNOTATIONS_PER_REQUEST = 50
 # `content`; "to get the contents of these larger files, use the raw media type"
 # (docs.github.com/rest/repos/contents#get-repository-content).
 RAW_MEDIA_TYPE = "application/vnd.github.raw+json"
+# GitHub ignores a CODEOWNERS file over 3 MB ("About code owners"); landbot reads no more.
+CODEOWNERS_MAX = 3 * 1024 * 1024
 # Permission names GitHub defines; a custom role's name falls back to `permission`.
 ROLES = ("admin", "maintain", "write", "triage", "read", "none")
 _NODE_MEMORY = 10_000  # node id -> repository entries kept for App auth of node-id calls
@@ -591,6 +595,78 @@ class GitHubClient:
         except NotFound:
             return False
         return True
+
+    # --- issues landbot opens itself ---------------------------------------------------
+
+    def create_issue(
+        self, repo: str, title: str, body: str, *, labels: tuple[str, ...] = ()
+    ) -> Issue:
+        """POST /repos/{o}/{r}/issues (GitHub creates a label the repository lacks). Sent
+        once: after an unknown outcome the caller finds the issue by its marker."""
+        payload: dict[str, Any] = {"title": title, "body": body}
+        if labels:
+            payload["labels"] = list(labels)
+        data = self._rest("POST", f"{repo_path(repo)}/issues", repo=repo, json=payload)
+        return self._parse(parse.issue, data, "issue")
+
+    def update_issue(
+        self,
+        repo: str,
+        number: int,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        state: str | None = None,
+        state_reason: str | None = None,
+    ) -> Issue:
+        fields = {"title": title, "body": body, "state": state, "state_reason": state_reason}
+        data = self._rest(
+            "PATCH",
+            f"{repo_path(repo)}/issues/{int(number)}",
+            repo=repo,
+            json={k: v for k, v in fields.items() if v is not None},
+            repeatable=True,  # the same fields set twice: the same issue
+        )
+        return self._parse(parse.issue, data, "issue")
+
+    def close_issue(self, repo: str, number: int, *, reason: str = "completed") -> Issue:
+        return self.update_issue(repo, number, state="closed", state_reason=reason)
+
+    def reopen_issue(self, repo: str, number: int) -> Issue:
+        return self.update_issue(repo, number, state="open")
+
+    def issue(self, repo: str, number: int) -> Issue | None:
+        """One issue; None when there is none (or it is a pull request)."""
+        path = f"{repo_path(repo)}/issues/{int(number)}"
+        data = self._rest("GET", path, repo=repo, missing_ok=True)
+        if data is None or (isinstance(data, dict) and data.get("pull_request")):
+            return None
+        return self._parse(parse.issue, data, "issue")
+
+    def own_issues(self, repo: str, label: str, *, state: str = "all") -> list[Issue]:
+        """GET /repos/{o}/{r}/issues?labels=…&state=…, pull requests (which GitHub lists
+        too) left out, and only the bot's own. The login is compared here rather than sent
+        as `creator`: an App's login ends in `[bot]`, which that filter is not documented
+        to take."""
+        params = {"labels": label, "state": state, "sort": "created", "direction": "asc"}
+        items = self._paginate(repo, f"{repo_path(repo)}/issues", params, key=None)
+        me = self.bot_login().lower()
+        out: list[Issue] = []
+        for item in items:
+            if not isinstance(item, dict) or item.get("pull_request"):
+                continue
+            found = self._parse(parse.issue, item, "issue")
+            if found.user is not None and found.user.lower() == me:
+                out.append(found)
+        return out
+
+    def codeowners(self, repo: str, *, ref: str | None = None) -> FileContent | None:
+        """The first CODEOWNERS GitHub would use (.github/, the root, docs/); None if none."""
+        for path in CODEOWNERS_PATHS:
+            found = self.file_contents(repo, path, ref=ref, max_bytes=CODEOWNERS_MAX)
+            if found is not None:
+                return found
+        return None
 
     # --- repository files ------------------------------------------------------------
 

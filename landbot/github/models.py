@@ -192,6 +192,25 @@ class Comment:
 
 
 @dataclass(frozen=True)
+class Issue:
+    """One issue (`GET /repos/{owner}/{repo}/issues/{n}`): the ones landbot opens itself
+    (a flaky test's, the breaker's), found again by their hidden marker."""
+
+    number: int
+    node_id: str
+    title: str
+    body: str
+    state: str  # open | closed
+    labels: tuple[str, ...]
+    user: str | None  # login; None for a deleted account
+    html_url: str | None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    closed_at: datetime | None = None
+    state_reason: str | None = None  # completed | not_planned | reopened (GitHub's)
+
+
+@dataclass(frozen=True)
 class EnqueueResult:
     already_queued: bool  # GitHub said "already in the queue": treated as success
     entry_id: str | None

@@ -21,6 +21,7 @@ from landbot.github.models import (
     Dispatched,
     EnqueueResult,
     FileContent,
+    Issue,
     Job,
     PullRemovals,
     PullState,
@@ -107,6 +108,58 @@ class WritesLabels(Protocol):
     def remove_label(self, repo: str, number: int, name: str) -> bool:
         """Remove a label; False when the issue did not have it (GitHub's 404), not an error."""
         ...
+
+
+# Where GitHub looks for CODEOWNERS, in the order it looks: the first found is used
+# (docs.github.com, "About code owners": ".github/, the root, or docs/").
+CODEOWNERS_PATHS = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")
+
+
+class ReadsCodeowners(Protocol):
+    def codeowners(self, repo: str, *, ref: str | None = None) -> FileContent | None:
+        """The repository's CODEOWNERS file (the first of CODEOWNERS_PATHS that exists, at
+        `ref`, else the default branch); None when it has none. One call per path tried."""
+        ...
+
+
+class WritesIssues(Protocol):
+    """Issues landbot opens itself (a flaky test's, the breaker's), each found again by a
+    hidden marker in its body. Needs the `issues: write` permission."""
+
+    def create_issue(
+        self, repo: str, title: str, body: str, *, labels: tuple[str, ...] = ()
+    ) -> Issue:
+        """POST an issue. Not repeated after an unknown outcome (a second POST makes a
+        second issue): the caller looks for it by its marker (`own_issues`) instead."""
+        ...
+
+    def update_issue(
+        self,
+        repo: str,
+        number: int,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        state: str | None = None,  # open | closed
+        state_reason: str | None = None,  # completed | not_planned | reopened
+    ) -> Issue:
+        """PATCH the fields given (repeatable: the same PATCH twice gives the same issue)."""
+        ...
+
+    def close_issue(self, repo: str, number: int, *, reason: str = "completed") -> Issue: ...
+
+    def reopen_issue(self, repo: str, number: int) -> Issue: ...
+
+    def own_issues(self, repo: str, label: str, *, state: str = "all") -> list[Issue]:
+        """The repository's issues (not pull requests) with `label`, open and closed by
+        default, opened by the bot's own login (anyone can paste a marker), oldest first."""
+        ...
+
+    def bot_login(self) -> str: ...
+
+
+class IssueOps(WritesIssues, ReadsCodeowners, Protocol):
+    """What a stage that keeps its own issue needs (the flaky tests', the breaker's)."""
 
 
 class GitHubOps(ReadsPull, Protocol):

@@ -19,6 +19,7 @@ from landbot.github.models import (
     CheckRun,
     Comment,
     EnqueueResult,
+    Issue,
     Job,
     MergeQueueEntry,
     PullRemovals,
@@ -214,6 +215,29 @@ def comment(obj: dict[str, Any]) -> Comment:
         user=_login(obj.get("user")),
         created_at=timestamp(obj.get("created_at")),
         html_url=obj.get("html_url"),
+    )
+
+
+def issue(obj: dict[str, Any]) -> Issue:
+    labels = obj.get("labels") or []
+    return Issue(
+        number=int(obj["number"]),
+        node_id=str(obj.get("node_id") or ""),
+        title=str(obj["title"]),
+        body=str(obj.get("body") or ""),
+        state=str(obj["state"]),
+        # GitHub lists a label as an object, or (in some payloads) as a bare name.
+        labels=tuple(
+            str(label["name"]) if isinstance(label, dict) else str(label)
+            for label in labels
+            if label
+        ),
+        user=_login(obj.get("user")),
+        html_url=obj.get("html_url"),
+        created_at=timestamp(obj.get("created_at")),
+        updated_at=timestamp(obj.get("updated_at")),
+        closed_at=timestamp(obj.get("closed_at")),
+        state_reason=obj.get("state_reason"),
     )
 
 

@@ -18,6 +18,7 @@ _RANGES = {
     "installation": 40_001,
     "repo": 100_001,
     "pull": 200_000_001,
+    "issue": 250_000_001,  # issues that are not pull requests
     "comment": 1_000_000_001,
     "reaction": 300_000_001,
     "check_suite": 20_000_000_001,
@@ -37,6 +38,7 @@ PREFIX = {
     "app": "A_kwHO",
     "repo": "R_kgDO",
     "pull": "PR_kwDO",
+    "issue": "I_kwDO",
     "comment": "IC_kwDO",
     "reaction": "REA_lADO",
     "check_suite": "CS_kwDO",

@@ -43,6 +43,7 @@ from landbot.sim.state import (
     AutoMerge,
     CheckRun,
     Installation,
+    Issue,
     IssueComment,
     Job,
     MergeQueue,
@@ -1416,6 +1417,102 @@ class FakeGitHub:
             if not progressed:
                 return done
         return done
+
+    # --- issues (not pull requests) ---------------------------------------------------------
+
+    @_locked
+    def create_issue(
+        self,
+        repo: Repository,
+        title: str,
+        body: str = "",
+        *,
+        author: str,
+        labels: Iterable[str] = (),
+    ) -> Issue:
+        """Open an issue (emits `issues` `opened`); its number is the repository's next, as
+        pull requests' are. A label the repository lacks is created, as GitHub does."""
+        number = repo.next_number
+        repo.next_number += 1
+        iid = self.ids.next("issue")
+        now = self.clock.now()
+        issue = Issue(
+            repo=repo.full_name,
+            number=number,
+            id=iid,
+            node_id=node_id("issue", iid),
+            title=title,
+            body=body,
+            author=author,
+            created_at=now,
+            updated_at=now,
+        )
+        for name in labels:
+            name = self._repo_label(repo, name)
+            if name not in issue.labels:
+                issue.labels.append(name)
+        self.user(author)
+        repo.issues[number] = issue
+        self.nodes[issue.node_id] = issue
+        self._emit("issues", payloads.issues_event(self, repo, issue, "opened", author))
+        return issue
+
+    @_locked
+    def issue(self, repo: Repository | str, number: int) -> Issue:
+        repo = self.repo(repo) if isinstance(repo, str) else repo
+        issue = repo.issues.get(number)
+        if issue is None:
+            raise NotFound(f"Could not resolve to an Issue with the number of {number}.")
+        return issue
+
+    @_locked
+    def edit_issue(
+        self,
+        issue: Issue,
+        *,
+        actor: str,
+        title: str | None = None,
+        body: str | None = None,
+        state: str | None = None,
+        state_reason: str | None = None,
+    ) -> Issue:
+        """Change an issue: `edited` for its title or body (with `changes`), `closed` or
+        `reopened` for its state, each emitted only when something changed (as GitHub)."""
+        repo = self.repo(issue.repo)
+        changes: dict[str, Any] = {}
+        if title is not None and title != issue.title:
+            changes["title"] = {"from": issue.title}
+            issue.title = title
+        if body is not None and body != issue.body:
+            changes["body"] = {"from": issue.body}
+            issue.body = body
+        now = self.clock.now()
+        if changes:
+            issue.updated_at = now
+            self._emit(
+                "issues",
+                payloads.issues_event(self, repo, issue, "edited", actor, changes=changes),
+            )
+        if state is not None and state != issue.state:
+            issue.state = state
+            issue.updated_at = now
+            if state == "closed":
+                issue.closed_at, issue.closed_by = now, actor
+                issue.state_reason = state_reason or "completed"
+                action = "closed"
+            else:
+                issue.closed_at = issue.closed_by = None
+                issue.state_reason = "reopened"
+                action = "reopened"
+            self.user(actor)
+            self._emit("issues", payloads.issues_event(self, repo, issue, action, actor))
+        elif state_reason is not None and issue.state == "closed":
+            issue.state_reason = state_reason
+        return issue
+
+    def issues_of(self, repo: Repository) -> list[Issue]:
+        """The repository's issues (not pull requests), oldest first."""
+        return sorted(repo.issues.values(), key=lambda i: i.number)
 
     # --- comments -------------------------------------------------------------------------
 

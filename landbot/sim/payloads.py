@@ -23,6 +23,7 @@ from landbot.sim.state import (
     App,
     CheckRun,
     Installation,
+    Issue,
     IssueComment,
     Job,
     MergeGroup,
@@ -791,6 +792,54 @@ def issue_json(world: World, pr: PullRequest) -> Json:
     }
 
 
+def plain_issue_json(world: World, repo: Repository, issue: Issue) -> Json:
+    """An issue (not a pull request): `GET /issues/{n}`, the `issue` of an `issues` event."""
+    api, web = world.urls.api, world.urls.web
+    base = f"{api}/repos/{repo.full_name}/issues/{issue.number}"
+    return {
+        "url": base,
+        "repository_url": f"{api}/repos/{repo.full_name}",
+        "labels_url": f"{base}/labels{{/name}}",
+        "comments_url": f"{base}/comments",
+        "events_url": f"{base}/events",
+        "html_url": f"{web}/{repo.full_name}/issues/{issue.number}",
+        "id": issue.id,
+        "node_id": issue.node_id,
+        "number": issue.number,
+        "title": issue.title,
+        "user": user_json(world, issue.author),
+        "labels": [label_json(world, repo, name) for name in issue.labels],
+        "state": issue.state,
+        "locked": False,
+        "assignee": None,
+        "assignees": [],
+        "milestone": None,
+        "comments": 0,
+        "created_at": iso(issue.created_at),
+        "updated_at": iso(issue.updated_at),
+        "closed_at": iso(issue.closed_at),
+        "closed_by": user_json(world, issue.closed_by) if issue.closed_by else None,
+        "author_association": author_association(repo, issue.author),
+        "active_lock_reason": None,
+        "body": issue.body or None,
+        "reactions": {
+            "url": f"{base}/reactions",
+            "total_count": 0,
+            "+1": 0,
+            "-1": 0,
+            "laugh": 0,
+            "hooray": 0,
+            "confused": 0,
+            "heart": 0,
+            "rocket": 0,
+            "eyes": 0,
+        },
+        "timeline_url": f"{base}/timeline",
+        "performed_via_github_app": None,
+        "state_reason": issue.state_reason,
+    }
+
+
 # --- webhook payloads ---------------------------------------------------------------------
 
 
@@ -813,6 +862,23 @@ def pull_request_event(
     }
     payload.update(extra)
     payload.update(_envelope(world, pr.repo, sender))
+    return payload
+
+
+def issues_event(
+    world: World,
+    repo: Repository,
+    issue: Issue,
+    action: str,
+    sender: str,
+    *,
+    changes: Json | None = None,
+) -> Json:
+    """`issues` with action opened, edited, closed or reopened."""
+    payload: Json = {"action": action, "issue": plain_issue_json(world, repo, issue)}
+    if changes is not None:
+        payload["changes"] = changes
+    payload.update(_envelope(world, repo, sender))
     return payload
 
 

@@ -657,6 +657,140 @@ def remove_label(call: Call) -> Response:
     return JSONResponse(_labels_json(call, repo, pr))
 
 
+# --- issues (not pull requests) ---------------------------------------------------------
+
+# GitHub's limits on an issue's title and body.
+MAX_ISSUE_TITLE = 256
+MAX_ISSUE_BODY = 65536
+
+
+def _issue_writer(call: Call, repo: Repository) -> str:
+    """Who writes issues: an App with issues: write, or a user with triage or more (anyone
+    may open one on a public repository; the model keeps it to collaborators)."""
+    app = _caller_app(call)
+    if app is not None:
+        if not _app_may(app, "issues", "write"):
+            raise Forbidden("Resource not accessible by integration")
+        return app.bot_login
+    if call.gh.permission(repo, call.login) == "none":
+        raise Forbidden("Must have push access to Repository.")
+    return call.login
+
+
+def _issue_body(call: Call, model: type[Any]) -> dict[str, Any]:
+    """The body, validated against githubkit's generated request model, then GitHub's
+    lengths (which the schema does not carry)."""
+    from pydantic import ValidationError
+
+    data = call.json()
+    if not isinstance(data, dict):
+        raise BadRequest("Invalid request.\n\nThe body is not a JSON object.", 422)
+    try:
+        model.model_validate(data)
+    except ValidationError as exc:
+        raise _validation_error(exc) from None
+    title = data.get("title")
+    if isinstance(title, str) and not (0 < len(title) <= MAX_ISSUE_TITLE):
+        raise BadRequest("Validation Failed: title is empty or too long", 422)
+    body = data.get("body")
+    if isinstance(body, str) and len(body) > MAX_ISSUE_BODY:
+        raise BadRequest("Validation Failed: body is too long (maximum is 65536 characters)", 422)
+    return data
+
+
+def _label_names(data: dict[str, Any]) -> list[str]:
+    names: list[str] = []
+    for item in data.get("labels") or []:
+        name = item.get("name") if isinstance(item, dict) else item
+        if not isinstance(name, str) or not name.strip() or len(name) > 50:
+            raise BadRequest("Validation Failed: a label name must be 1 to 50 characters", 422)
+        names.append(name)
+    return names
+
+
+def create_issue(call: Call) -> Response:
+    from githubkit_schemas.latest.models import ReposOwnerRepoIssuesPostBody
+
+    repo = call.repo()
+    author = _issue_writer(call, repo)
+    data = _issue_body(call, ReposOwnerRepoIssuesPostBody)
+    if not isinstance(data.get("title"), str):  # the schema takes a number too
+        raise BadRequest("Validation Failed: title must be a string", 422)
+    issue = call.gh.create_issue(
+        repo,
+        str(data["title"]),
+        str(data.get("body") or ""),
+        author=author,
+        labels=_label_names(data),
+    )
+    return JSONResponse(payloads.plain_issue_json(call.gh, repo, issue), status_code=201)
+
+
+def get_issue(call: Call) -> Response:
+    repo = call.repo()
+    number = call.int_param("issue_number")
+    issue = repo.issues.get(number)
+    if issue is not None:
+        return JSONResponse(payloads.plain_issue_json(call.gh, repo, issue))
+    pr = repo.pulls.get(number)
+    if pr is None:
+        raise NotFound("Not Found")
+    return JSONResponse(payloads.issue_json(call.gh, pr))
+
+
+def update_issue(call: Call) -> Response:
+    from githubkit_schemas.latest.models import ReposOwnerRepoIssuesIssueNumberPatchBody
+
+    repo = call.repo()
+    issue = repo.issues.get(call.int_param("issue_number"))
+    if issue is None:
+        raise NotFound("Not Found")  # the model edits issues only, not pull requests
+    actor = _issue_writer(call, repo)
+    data = _issue_body(call, ReposOwnerRepoIssuesIssueNumberPatchBody)
+    title = data.get("title")
+    state = data.get("state")
+    reason = data.get("state_reason")
+    updated = call.gh.edit_issue(
+        issue,
+        actor=actor,
+        title=str(title) if title is not None else None,
+        body=data.get("body") if isinstance(data.get("body"), str) else None,
+        state=state if isinstance(state, str) else None,
+        state_reason=reason if isinstance(reason, str) else None,
+    )
+    return JSONResponse(payloads.plain_issue_json(call.gh, repo, updated))
+
+
+def list_issues(call: Call) -> Response:
+    """Issues and pull requests, as GitHub lists them: `state` (open), `labels` (each of a
+    comma-separated list), `creator`, `sort` created|updated, `direction` (desc)."""
+    repo = call.repo()
+    q = call.query
+    state = q.get("state", "open")
+    if state not in ("open", "closed", "all"):
+        raise BadRequest("Validation Failed: state must be open, closed or all", 422)
+    wanted = [w.strip().lower() for w in q.get("labels", "").split(",") if w.strip()]
+    creator = q.get("creator", "").lower()
+    everything: list[Any] = [*repo.issues.values(), *repo.pulls.values()]
+    chosen = [
+        obj
+        for obj in everything
+        if state in ("all", obj.state)
+        and all(w in [n.lower() for n in obj.labels] for w in wanted)
+        and (not creator or str(obj.author).lower() == creator)
+    ]
+    field = "updated_at" if q.get("sort") == "updated" else "created_at"
+    chosen.sort(key=lambda o: (getattr(o, field), o.number), reverse=q.get("direction") != "asc")
+    page, headers = paginate(call, chosen)
+    body = [
+        payloads.issue_json(call.gh, o)
+        if o.number in repo.pulls
+        else payloads.plain_issue_json(call.gh, repo, o)
+        for o in page
+    ]
+    return JSONResponse(body, headers=headers)
+
+
 # --- comments and reactions ---------------------------------------------------------------
 
 
@@ -918,6 +1052,10 @@ ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec("PATCH", "/repos/{owner}/{repo}/check-runs/{check_run_id}", update_check_run),
     RouteSpec("GET", "/repos/{owner}/{repo}/branches/{branch}", get_branch),
     RouteSpec("GET", "/repos/{owner}/{repo}/contents/{path}", get_contents),
+    RouteSpec("GET", "/repos/{owner}/{repo}/issues", list_issues),
+    RouteSpec("POST", "/repos/{owner}/{repo}/issues", create_issue),
+    RouteSpec("GET", "/repos/{owner}/{repo}/issues/{issue_number}", get_issue),
+    RouteSpec("PATCH", "/repos/{owner}/{repo}/issues/{issue_number}", update_issue),
     RouteSpec("GET", "/repos/{owner}/{repo}/issues/{issue_number}/labels", list_labels),
     RouteSpec("POST", "/repos/{owner}/{repo}/issues/{issue_number}/labels", add_labels),
     RouteSpec("DELETE", "/repos/{owner}/{repo}/issues/{issue_number}/labels/{name}", remove_label),

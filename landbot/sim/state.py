@@ -145,6 +145,26 @@ class IssueComment:
 
 
 @dataclass
+class Issue:
+    """An issue (not a pull request); it shares the repository's numbers with pull requests."""
+
+    repo: str  # full name
+    number: int
+    id: int
+    node_id: str
+    title: str
+    body: str
+    author: str
+    created_at: datetime
+    updated_at: datetime
+    state: str = "open"  # open | closed
+    state_reason: str | None = None  # completed | not_planned | reopened
+    closed_at: datetime | None = None
+    closed_by: str | None = None
+    labels: list[str] = field(default_factory=list)
+
+
+@dataclass
 class MergeGroup:
     head_sha: str
     head_ref: str  # refs/heads/gh-readonly-queue/<base>/pr-<N>-<base_sha>
@@ -368,6 +388,7 @@ class Repository:
     fork_of: Repository | None = field(default=None, repr=False)
     collaborators: dict[str, str] = field(default_factory=dict)  # login -> role
     pulls: dict[int, PullRequest] = field(default_factory=dict, repr=False)
+    issues: dict[int, Issue] = field(default_factory=dict, repr=False)
     queues: dict[str, MergeQueue] = field(default_factory=dict, repr=False)
     queue_branches: set[str] = field(default_factory=set)  # branches with a merge queue
     known_refs: dict[str, str] = field(default_factory=dict, repr=False)

@@ -75,6 +75,12 @@ REST: dict[str, Need] = {
     # A fix run past its deadline is cancelled (docs.github.com/rest/actions/workflow-runs
     # "Cancel a workflow run": "Actions" repository permissions (write)).
     "POST /repos/{owner}/{repo}/actions/runs/{run_id}/cancel": (("actions", W),),
+    # Issues landbot keeps itself (a flaky test's, the breaker's): Issues, write to open,
+    # edit and close one, read to list them or read one (docs.github.com/rest/issues/issues).
+    "POST /repos/{owner}/{repo}/issues": (("issues", W),),
+    "PATCH /repos/{owner}/{repo}/issues/{issue_number}": (("issues", W),),
+    "GET /repos/{owner}/{repo}/issues": (("issues", R),),
+    "GET /repos/{owner}/{repo}/issues/{issue_number}": (("issues", R), ("pull_requests", R)),
     "GET /repos/{owner}/{repo}/issues/{issue_number}/comments": (
         ("issues", R),
         ("pull_requests", R),
