@@ -31,6 +31,11 @@ app.add_typer(triage_app, name="triage")
 app.add_typer(quest_app, name="quest")
 app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(fixer_app, name="fixer")
+breaker_app = typer.Typer(
+    help="A repository's breaker (drops held while the repository is the problem).",
+    no_args_is_help=True,
+)
+app.add_typer(breaker_app, name="breaker")
 config_app = typer.Typer(help="landbot's settings.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 app_app = typer.Typer(help="The GitHub App.", no_args_is_help=True)
@@ -283,6 +288,27 @@ def retry(
     lander = make_lander(settings, store, progress=lambda msg: typer.echo(f"… {msg}", err=True))
     decision = retry_pr(lander, store, name, pr, source="operator")
     typer.echo(f"{name}#{pr}: {decision.outcome}: {decision.why}")
+
+
+@breaker_app.command("close")
+def breaker_close(
+    repo: Annotated[str, typer.Argument(help="OWNER/NAME.")],
+    config: ConfigOpt = None,
+) -> None:
+    """Close a repository's breaker now: its held drops go back in the queue in their order,
+    and its issue is closed. Exit 1 when it was not open."""
+    from landbot.config import load_settings
+    from landbot.pipeline.wiring import make_lander, open_store, resolve_repo
+
+    settings = load_settings(config)
+    _start_logs(settings)
+    name = resolve_repo(settings, repo)
+    store = open_store(settings)
+    lander = make_lander(settings, store, progress=lambda msg: typer.echo(f"… {msg}", err=True))
+    if not lander.close_breaker(name, by="the operator (landbot breaker close)"):
+        typer.echo(f"landbot: the breaker of {name} is not open", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"{name}: the breaker is closed; its held drops went back in the queue")
 
 
 @app.command()

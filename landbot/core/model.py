@@ -11,12 +11,12 @@ from landbot.core.reasons import Reason
 
 Source = Literal["webhook", "poll", "command", "operator"]
 # `waiting_base`: the same job fails the same way on the base branch (issue 27.1), so the drop
-# waits for the base to turn green.
+# waits for the base to turn green; `held`: the repository's breaker is open (issue 27.2).
 Outcome = Literal[
-    "pending", "requeued", "fixed", "handed_back", "ignored", "failed", "waiting_base"
+    "pending", "requeued", "fixed", "handed_back", "ignored", "failed", "waiting_base", "held"
 ]
 # Outcomes that are not settled: the drop is still landbot's to carry on.
-WAITING: frozenset[str] = frozenset({"waiting_base"})
+WAITING: frozenset[str] = frozenset({"waiting_base", "held"})
 TriageClass = Literal[
     "genuine", "flaky", "infrastructure", "timeout", "cancelled", "policy", "unknown"
 ]

@@ -356,9 +356,6 @@ def _group_failure(
 @route("check_run", "completed", payloads.CheckRunCompleted)
 def _check_run(d: WebhookEvent[payloads.CheckRunCompleted], store: Store) -> str:
     run = d.payload.check_run
-    base = _base_passed(d, store, run, run.check_suite.head_branch)
-    if base is not None:
-        return base
     return _group_failure(d, store, "check_run", run, run.check_suite.head_branch)
 
 
@@ -368,7 +365,7 @@ def _workflow_run(d: WebhookEvent[payloads.WorkflowRunCompleted], store: Store) 
     woken = _fix_run_done(d, store, run)
     if woken is not None:
         return woken
-    base = _base_passed(d, store, run, run.head_branch)
+    base = _run_passed(d, store, run)
     if base is not None:
         return base
     return _group_failure(d, store, "workflow_run", run, run.head_branch)
@@ -378,17 +375,26 @@ def _workflow_run(d: WebhookEvent[payloads.WorkflowRunCompleted], store: Store) 
 HOLD_JOB = "hold"
 
 
-def _base_passed(
-    d: WebhookEvent[payloads.Payload], store: Store, run: payloads.Run, branch: str | None
+# Runs whose passing says the repository's CI works again: a base branch's push, a merge
+# group. (A pull request's own run, or landbot's fix workflow, says nothing of the kind.)
+_PASS_EVENTS = frozenset({"push", "merge_group"})
+
+
+def _run_passed(
+    d: WebhookEvent[payloads.WorkflowRunCompleted], store: Store, run: payloads.WorkflowRun
 ) -> str | None:
-    """A run that passed on a branch that is no merge group's (a base branch): wake the
-    repository's hold job, which reads the base itself (no GitHub call here). None: not
-    such a run, or nothing of the repository waits."""
-    if d.repo is None or not branch or parse_group_ref(branch) is not None:
+    """A workflow run that passed on a base branch or a merge group: an open breaker notes
+    it (the next runs pass: what closes one the runners opened), and the repository's hold
+    job is woken, which reads the base itself (no GitHub call here). None: no such run, or
+    nothing of the repository waits."""
+    if d.repo is None or run.conclusion != "success" or run.event not in _PASS_EVENTS:
         return None
-    if run.conclusion != "success" or not store.wake_repo_job(HOLD_JOB, d.repo):
+    noted = store.note_pass(d.repo, d.received_at)
+    woken = store.wake_repo_job(HOLD_JOB, d.repo)
+    if not (noted or woken):
         return None
-    logs.event(log, "base run passed", branch=branch, run_id=run.id, check=run.name)
+    branch = run.head_branch or ""
+    logs.event(log, "run passed", branch=branch, run_id=run.id, check=run.name, breaker=noted)
     return f"{run.name} passed on {branch}: waiting drops looked at again"
 
 

@@ -168,6 +168,7 @@ class Actor:
                 evidence,
                 fixer,
                 fix_comment_url=self._announced(drop, fixer),
+                breaker_url=self._breaker_issue(drop) if action.topic == "held" else None,
             )
             c = self._status(drop, body)
             result = {"comment": c.id}
@@ -201,6 +202,11 @@ class Actor:
             logs.event(log, "fixer job queued", fix_job_id=job, mode=action.mode)
         self.failpoint(f"after_{kind.lower()}")
         self.store.finish_action(key, "done", result)
+
+    def _breaker_issue(self, drop: Drop) -> str | None:
+        """The breaker's issue, which a held drop's status links to (once it exists)."""
+        row = self.store.breaker(drop.repo)
+        return row.issue_url if row is not None else None
 
     def react(self, repo: str, comment_id: int) -> None:
         """Answer an accepted comment command with 👀 (every command also gets a reply,

@@ -178,6 +178,8 @@ _STATUS_TITLE: dict[StatusTopic, str] = {
     "unknown_reason": "Left alone: landbot does not act on this reason",
     "waiting_base": "Waiting: the same job fails the same way on the base branch",
     "requeued_base_green": "Re-enqueued: the base branch is green again",
+    "held": "Held: landbot's breaker for this repository is open",
+    "requeued_breaker_closed": "Re-enqueued in its turn: landbot's breaker closed",
 }
 
 

@@ -101,6 +101,15 @@ _STATUS_NEXT: dict[StatusTopic, str] = {
     "requeued_base_green": (
         "The base branch is green again: landbot put the pull request back in the queue."
     ),
+    "held": (
+        "landbot's breaker for this repository is open{breaker}: no re-enqueue and no fixer "
+        "run until it closes. This drop is held, not dropped: it goes back in the queue in "
+        "its turn when the breaker closes."
+    ),
+    "requeued_breaker_closed": (
+        "landbot's breaker for this repository closed: the pull request went back in the "
+        "queue in its turn."
+    ),
 }
 
 

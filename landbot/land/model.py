@@ -102,6 +102,8 @@ StatusTopic = Literal[
     "unknown_reason",
     "waiting_base",
     "requeued_base_green",
+    "held",
+    "requeued_breaker_closed",
 ]
 HandBackTopic = Literal[
     "removed",

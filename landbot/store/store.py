@@ -22,6 +22,7 @@ from landbot.store.records import (
     LedgerTest,
     StoreCounts,
     StoredAction,
+    StoredBreaker,
     StoredDelivery,
     StoredDispatch,
     StoredDrop,
@@ -32,6 +33,7 @@ from landbot.store.records import (
 )
 from landbot.store.tables import (
     actions,
+    breakers,
     budgets,
     comment_posts,
     comments,
@@ -1461,6 +1463,83 @@ class Store:
         )
         with self.engine.connect() as conn:
             return [StoredDrop(**_fields(row)) for row in conn.execute(q)]
+
+    # --- a breaker per repository (issue 27.2) ----------------------------------------
+
+    def breaker(self, repo: str) -> StoredBreaker | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(breakers).where(breakers.c.repo == repo.lower())).first()
+        return StoredBreaker(**_fields(row)) if row is not None else None
+
+    def breakers(self) -> list[StoredBreaker]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(breakers).order_by(breakers.c.repo)).all()
+        return [StoredBreaker(**_fields(r)) for r in rows]
+
+    def open_breaker(
+        self, repo: str, *, cause: str, detail: str, links: Sequence[str], at: dt.datetime
+    ) -> bool:
+        """Open the repository's breaker; False when it was open already (one opening,
+        whichever worker sees the cause first)."""
+        key = repo.lower()
+        with self.tx() as conn:
+            row = conn.execute(
+                sa.select(breakers.c.open).where(breakers.c.repo == key).with_for_update()
+            ).first()
+            values = {
+                "open": True,
+                "cause": cause,
+                "detail": detail,
+                "links": list(links),
+                "opened_at": at,
+                "closed_at": None,
+                "closed_by": None,
+                "updated_at": utcnow(),
+            }
+            if row is None:
+                conn.execute(breakers.insert().values(repo=key, **values))
+                return True
+            if row.open:
+                return False
+            conn.execute(breakers.update().where(breakers.c.repo == key).values(**values))
+            return True
+
+    def close_breaker(self, repo: str, *, by: str, at: dt.datetime) -> bool:
+        """Close it; False when it was not open."""
+        with self.tx() as conn:
+            res = conn.execute(
+                breakers.update()
+                .where(breakers.c.repo == repo.lower(), breakers.c.open.is_(True))
+                .values(open=False, closed_at=at, closed_by=by, updated_at=utcnow())
+            )
+            return res.rowcount == 1
+
+    def note_pass(self, repo: str, at: dt.datetime) -> bool:
+        """A run passed in the repository (what closes a breaker the runners opened); only
+        an open breaker keeps it. False when none is open."""
+        with self.tx() as conn:
+            res = conn.execute(
+                breakers.update()
+                .where(breakers.c.repo == repo.lower(), breakers.c.open.is_(True))
+                .values(last_pass_at=at, updated_at=utcnow())
+            )
+            return res.rowcount == 1
+
+    def set_breaker_issue(
+        self, repo: str, *, number: int | None, url: str | None, state: str, body_sha: str
+    ) -> None:
+        with self.tx() as conn:
+            conn.execute(
+                breakers.update()
+                .where(breakers.c.repo == repo.lower())
+                .values(
+                    issue_number=number,
+                    issue_url=url,
+                    issue_state=state,
+                    issue_body_sha=body_sha,
+                    updated_at=utcnow(),
+                )
+            )
 
     # --- leasing ---------------------------------------------------------------------
 

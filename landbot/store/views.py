@@ -24,7 +24,15 @@ from landbot.store.tables import drops, jobs, merge_groups, test_failures
 # PR that merged is `merged` whatever its drops said (it is no longer dropped), and a
 # pending drop is `handling`.
 State = Literal[
-    "handling", "requeued", "fixed", "handed_back", "merged", "ignored", "failed", "waiting_base"
+    "handling",
+    "requeued",
+    "fixed",
+    "handed_back",
+    "merged",
+    "ignored",
+    "failed",
+    "waiting_base",
+    "held",
 ]
 STATES: Final[tuple[State, ...]] = get_args(State)
 
@@ -43,6 +51,7 @@ _OUTCOME_STATE: Final[Mapping[Outcome, State]] = {
     "ignored": "ignored",
     "failed": "failed",
     "waiting_base": "waiting_base",
+    "held": "held",
 }
 
 

@@ -46,6 +46,14 @@ def test_five_drops_wait_for_a_red_base_and_go_back_in_order(world: World) -> No
     assert [d.outcome for d in drops] == ["waiting_base"] * 5
     assert all(d.plan and d.plan["evidence"]["base_red"] == ["test"] for d in drops)
     assert world.mutations() == []  # no blind re-enqueue
+    # The breaker opened once, and says so in one issue, edited as drops were held.
+    [issue] = world.gh.issues_of(world.repo)
+    assert issue.state == "open" and "the base branch is red" in issue.title
+    assert all(f"#{pr.number} (waiting for the base)" in issue.body for pr in prs)
+    assert "/landbot breaker close" in issue.body
+    assert f"landbot breaker close {world.repo.full_name}" in issue.body
+    breaker = world.store.breaker(world.repo.full_name)
+    assert breaker is not None and breaker.open and breaker.cause == "red_base"
     for pr in prs:
         assert handbacks(world, pr.number) == []  # nobody blamed, nobody mentioned
         [status] = statuses(world, pr.number)
@@ -70,8 +78,13 @@ def test_five_drops_wait_for_a_red_base_and_go_back_in_order(world: World) -> No
         assert handbacks(world, pr.number) == []
         [status] = statuses(world, pr.number)  # the same comment, edited
         assert "The base branch is green again" in status.body
-    # One listing of the base's checks, then each PR: re-read, enqueue, status (2).
-    assert world.calls() - before <= 1 + 5 * 4, world.server.requests.counts()
+    # One listing of the base's checks, then each PR: re-read, enqueue, status (2); then
+    # the issue closed (1).
+    assert world.calls() - before <= 1 + 5 * 4 + 1, world.server.requests.counts()
+    [issue] = world.gh.issues_of(world.repo)  # the same issue, closed: one opened in all
+    assert issue.state == "closed" and "closed" in issue.title
+    breaker = world.store.breaker(world.repo.full_name)
+    assert breaker is not None and not breaker.open
 
 
 def test_control_a_failure_the_base_does_not_share_is_handed_back(world: World) -> None:
