@@ -500,9 +500,36 @@ def _push(d: WebhookEvent[payloads.PushEvent], store: Store) -> str:
 # --- commands ----------------------------------------------------------------------------
 
 
+def _issue_command(d: WebhookEvent[payloads.IssueCommentCreated], store: Store) -> str:
+    """A comment on an issue: only `/landbot breaker close` is a command there (in the
+    breaker's issue; the worker checks which issue and who asked)."""
+    issue, comment = d.payload.issue, d.payload.comment
+    lines = commands.candidate_lines(comment.body or "")
+    if not lines or not commands.breaker_close(
+        commands.parse_command("\n".join(lines), (commands.SLASH_NAME,))
+    ):
+        return "not a pull request comment"
+    if commands.is_bot(comment.user.login, comment.user.type):
+        return "command from a bot: ignored"
+    store.add_job(
+        "breaker_close",
+        {
+            "repo": d.repo,
+            "issue": issue.number,
+            "user": comment.user.login,
+            "comment_id": comment.id,
+        },
+        dedupe_key=f"command:{d.delivery_id}",
+        holds_pr=False,
+    )
+    return f"/landbot breaker close from {comment.user.login} in #{issue.number}"
+
+
 @route("issue_comment", "created", payloads.IssueCommentCreated)
 def _comment(d: WebhookEvent[payloads.IssueCommentCreated], store: Store) -> str:
     issue, comment = d.payload.issue, d.payload.comment
+    if d.repo is not None and not issue.is_pull_request:
+        return _issue_command(d, store)
     if d.repo is None or not issue.is_pull_request:
         return "not a pull request comment"
     # The slug is unknown here (no GitHub call on this path): the candidate lines go to the

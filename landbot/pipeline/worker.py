@@ -284,6 +284,10 @@ class Worker:
                     self.store.defer_job(lease.id, self.name, again, "waiting for the base")
                     return "waiting"
                 result = {"repo": repo}
+            elif lease.kind == "breaker_close":
+                from landbot.pipeline.breaker_command import run_breaker_close
+
+                result = {"note": run_breaker_close(self.lander, self.store, payload)}
             elif lease.kind == "repo_file":
                 # A push touched the repository's settings file (intake marked it stale):
                 # asking for its settings reads it again, and reports it when invalid.

@@ -102,3 +102,25 @@ def test_switched_off_nothing_is_held(world: World) -> None:
         drop_one(world, n)
     assert world.store.breaker(world.repo.full_name) is None
     assert {d.outcome for d in world.store.drops()} <= {"requeued", "ignored"}
+
+
+def test_close_it_from_its_issue(world: World) -> None:
+    """`/landbot breaker close` in the breaker's issue: refused to a reader (the control),
+    done for a user with write access; one reply each."""
+    for n in range(world.settings.breaker.threshold):
+        drop_one(world, n)
+    [issue] = world.gh.issues_of(world.repo)
+    world.gh.add_collaborator(world.repo, "bob", "read")
+    world.gh.add_comment(world.repo, issue.number, "/landbot breaker close", author="bob")
+    world.settle()
+    breaker = world.store.breaker(world.repo.full_name)
+    assert breaker is not None and breaker.open  # a reader may not
+    world.gh.add_comment(world.repo, issue.number, "/landbot breaker close", author="alice")
+    world.settle()
+    breaker = world.store.breaker(world.repo.full_name)
+    assert breaker is not None and not breaker.open and breaker.closed_by == "@alice"
+    replies = [c for c in world.gh.comments_on(world.repo, issue.number) if c.author == world.bot]
+    assert len(replies) == 2
+    assert "only a user with write access" in replies[0].body
+    assert "Closed by @alice" in replies[1].body
+    assert world.gh.issues_of(world.repo)[0].state == "closed"
