@@ -262,6 +262,8 @@ def poll(
     held = hold_sweeps(store, worker.lander, repos)
     if held:
         typer.echo(f"landbot: {held} drop(s) still held (a red base or an open breaker)", err=True)
+    # A scheduled poll may be the only process: it sweeps the flaky tests' issues too.
+    worker.flaky_due()
     if run.left:
         typer.echo(
             f"landbot: {len(run.left)} job(s) of these drops still open (a retry not due yet, "

@@ -477,6 +477,58 @@ class BreakerSettings(_Section):
     )
 
 
+class FlakyIssuesSettings(_Section):
+    """One issue per flaky test (land/flaky_issues.py): opened once the ledger shows it
+    failing and passing on retry on `min_prs` pull requests, edited as failures come,
+    closed after `quiet_days` without one. Costs GitHub calls only for such a test."""
+
+    enabled: bool = Field(
+        True,
+        description="open one issue per test the flaky-test ledger shows failing and passing "
+        "on retry across pull requests; false: none, and no call for it",
+    )
+    min_prs: int = Field(
+        3,
+        ge=1,
+        description="pull requests a test failed on and passed on retry before its issue opens",
+    )
+    quiet_days: float = Field(
+        7, gt=0, description="days without a failure of the test before its issue is closed"
+    )
+    label: str = Field("landbot:flaky", description="label on each flaky test's issue")
+
+    @field_validator("label")
+    @classmethod
+    def _label(cls, v: str) -> str:
+        return check_label(v)  # never empty: landbot finds its issues by it
+
+
+class NotifySettings(_Section):
+    """Notifications beyond GitHub (landbot/notify.py): one message per hand-back and per
+    opening or closing of the breaker, to a Slack-compatible incoming webhook."""
+
+    webhook_url: SecretStr | None = Field(
+        None,
+        description='Slack-compatible incoming webhook (POST {"text": …}) for hand-backs and '
+        "the breaker; unset: none. A secret: never logged whole",
+    )
+    timeout: float = Field(
+        3, gt=0, le=30, description="seconds a notification may take before it is given up"
+    )
+
+    @field_validator("webhook_url")
+    @classmethod
+    def _webhook_url(cls, v: SecretStr | None) -> SecretStr | None:
+        if v is None or not v.get_secret_value().strip():
+            return None
+        text = v.get_secret_value().strip()
+        scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+        if scheme not in ("http", "https"):
+            # Not the URL itself in the message: it is a secret.
+            raise ValueError("the notify webhook_url must be an http:// or https:// URL")
+        return SecretStr(text)
+
+
 class WebSettings(_Section):
     """`landbot serve`: where it listens, and who may read the dashboard and /metrics."""
 
@@ -539,6 +591,8 @@ class Settings(BaseSettings):
     store: StoreSettings = Field(default_factory=StoreSettings)
     breaker: BreakerSettings = Field(default_factory=BreakerSettings)
     web: WebSettings = Field(default_factory=WebSettings)
+    flaky_issues: FlakyIssuesSettings = Field(default_factory=FlakyIssuesSettings)
+    notify: NotifySettings = Field(default_factory=NotifySettings)
 
     @field_validator("repos", mode="before")
     @classmethod

@@ -82,7 +82,7 @@ from landbot.land.comments import (
 )
 from landbot.land.decide import EnqueueCheck, enqueue_after_unknown
 from landbot.land.model import Action, AnnounceFix, HandBack, Policy, Requeue, RunFixer, Status
-from landbot.store import Store
+from landbot.store import Store, StoredPost
 
 log = logging.getLogger("landbot.land")
 Progress = Callable[[str], None]
@@ -108,9 +108,12 @@ class Actor:
         progress: Progress | None = None,
         failpoint: Callable[[str], None] | None = None,
         policy_for: Callable[[str], Policy] | None = None,
+        notify: Callable[[str], object] | None = None,
     ) -> None:
         self.store = store
         self.gh = gh
+        # One message beyond GitHub per hand-back (landbot/notify.py); None: none set.
+        self.notify = notify
         # The comments name the repository's skip label and caps.
         self.policy_for = policy_for or (lambda repo: Policy())
         # Progress notes go to the log at debug: the events below say the same, as fields.
@@ -332,10 +335,11 @@ class Actor:
         )
         body = text + tag + "\n"
         previous = self.store.comment_ref(drop.repo, drop.pr, "handback")
+        key = f"handback:{drop.id}"
+        # Kept as posted before this call: its message went (or was lost) then; at most one.
+        told = self.notify is not None and _posted(self.store.post(key))
         # One hand-back per drop, whichever plan, stage or process posts it.
-        comment = self._new_comment(
-            drop, HANDBACK_MARKER, tag, body, resumed=resumed, key=f"handback:{drop.id}"
-        )
+        comment = self._new_comment(drop, HANDBACK_MARKER, tag, body, resumed=resumed, key=key)
         self.progress(f"handed {drop.repo}#{drop.pr} back to @{pr.author}")
         logs.event(
             log,
@@ -350,6 +354,9 @@ class Actor:
             # The older hand-back is outdated: fold it away so one current one stands.
             self._minimize(drop, previous[1])
         self.store.save_comment(drop.repo, drop.pr, "handback", comment.id, comment.node_id)
+        if self.notify is not None and not told:
+            # After the comment: the message links it. Never fails the drop (notify.py).
+            self.notify(handback_message(drop, pr, action, comment.html_url))
         # The url is the `landbot` check run's details link (land/checks.py).
         return {"comment": comment.id, "url": comment.html_url}
 
@@ -502,6 +509,19 @@ class _KnowsLogin(Protocol):
     filters by it."""
 
     def bot_login(self) -> str: ...
+
+
+def _posted(post: StoredPost | None) -> bool:
+    return post is not None and post.state == "posted"
+
+
+def handback_message(drop: Drop, pr: PrSnapshot, action: HandBack, url: str | None) -> str:
+    """The one line a hand-back sends beyond GitHub (plain text: any receiver shows it):
+    whose pull request, why in the decision's word, and the hand-back comment's link."""
+    what = action.topic.replace("_", " ")
+    if action.cap:
+        what += f", the {action.cap.replace('_', ' ')} cap"
+    return f"landbot handed {drop.repo}#{drop.pr} back to {pr.author} ({what}): {url or pr.url}"
 
 
 def status_key(repo: str, pr: int) -> str:

@@ -9,7 +9,7 @@ import hashlib
 import logging
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from landbot import logs
@@ -82,9 +82,14 @@ class BreakerIssues:
     """Writes the breaker's issue of a repository: the costs are its opening (the claim's
     create or a reopen), an edit when the held drops change, and its closing."""
 
-    def __init__(self, store: Store, gh: Any) -> None:
+    def __init__(
+        self, store: Store, gh: Any, *, notify: Callable[[str], object] | None = None
+    ) -> None:
         self.store = store
         self.gh = gh
+        # `[notify] webhook_url` (landbot/notify.py): one message when it opens, one when
+        # it closes (tied to the issue's own opening and closing, so said once).
+        self.notify = notify
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
 
     def write(self, repo: str) -> str | None:
@@ -125,6 +130,8 @@ class BreakerIssues:
                     done = "reopened"
             self.store.set_breaker_issue(repo, number=number, url=url, state="open", body_sha=sha)
             logs.event(log, f"breaker issue {done}", repo=repo, issue=number)
+            if done != "edited" and self.notify is not None:
+                self.notify(f"landbot's breaker for {repo} is open: {row.detail}. {url or ''}")
             return done
         if row.issue_state != "open" or row.issue_number is None:
             return None
@@ -135,4 +142,7 @@ class BreakerIssues:
             repo, number=row.issue_number, url=row.issue_url, state="closed", body_sha=sha
         )
         logs.event(log, "breaker issue closed", repo=repo, issue=row.issue_number)
+        if self.notify is not None:
+            went = "its held pull requests went back in the queue"
+            self.notify(f"landbot's breaker for {repo} closed: {went}. {row.issue_url or ''}")
         return "closed"

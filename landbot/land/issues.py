@@ -15,17 +15,26 @@ A claim kept as posted is never created again: every later writer edits that num
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import logging
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from landbot import logs
-from landbot.github.errors import GitHubError, MutationOutcomeUnknown
-from landbot.github.models import Issue
-from landbot.github.ops import WritesIssues
+from landbot.core.model import JobFailure
+from landbot.github.errors import GitHubError, MutationOutcomeUnknown, NotFound
+from landbot.github.models import FileContent, Issue
+from landbot.github.ops import IssueOps, WritesIssues
 from landbot.land.act import refused
-from landbot.store.records import StoredPost
+from landbot.land.codeowners import test_owners
+from landbot.land.flaky_issues import KIND, FlakyDecision, FlakyIssuePolicy, IssueText
+from landbot.land.flaky_issues import body as flaky_body
+from landbot.land.flaky_issues import marker as flaky_marker
+from landbot.land.flaky_issues import title as flaky_title
+from landbot.store import Store
+from landbot.store.records import FlakyTestHistory, StoredFlakyIssue, StoredPost
 
 log = logging.getLogger("landbot.land.issues")
 
@@ -127,3 +136,129 @@ def _create(gh: WritesIssues, repo: str, title: str, body: str, label: str) -> I
         raise
     except GitHubError as exc:
         raise refused("issue", exc) from exc
+
+
+# --- one issue per flaky test ---------------------------------------------------------------
+
+
+class FlakyIssueWriter:
+    """Carries out flaky_issues.decide's decisions on GitHub, then records them in the store
+    (`flaky_issues`), so a write that failed is decided again by the next sweep.
+
+    Calls: opening reads CODEOWNERS (1 to 3 calls, where GitHub looks; once per repository
+    per writer) and creates the issue (1; after a lost answer, 1 more to list landbot's
+    issues with the label); an edit, a close or a reopen is 1 PATCH."""
+
+    def __init__(self, store: Store, gh: IssueOps, *, owner: str, policy: FlakyIssuePolicy) -> None:
+        self.store = store
+        self.gh = gh
+        self.owner = owner
+        self.policy = policy
+        self._codeowners: dict[str, FileContent | None] = {}
+
+    def apply(
+        self,
+        repo: str,
+        test: str,
+        decision: FlakyDecision,
+        history: FlakyTestHistory | None,
+        issue: StoredFlakyIssue | None,
+        jobs: Mapping[tuple[int, str], JobFailure],
+        now: dt.datetime,
+    ) -> StoredFlakyIssue | None:
+        """Do what `decision` says; the row as recorded after it (None: nothing done)."""
+        if decision.action == "nothing":
+            return None
+        if decision.action == "open":
+            assert history is not None  # decide opens only on evidence
+            return self._open(repo, test, history, issue, jobs, now)
+        assert issue is not None and issue.number is not None  # the rest act on an issue
+        owners = tuple((issue.owners or "").split())
+        text = IssueText(owners=owners, quiet=self.policy.quiet)
+        try:
+            if decision.action == "close":
+                if history is None:  # aged out of the ledger: nothing to show but the state
+                    self.gh.close_issue(repo, issue.number)
+                else:
+                    closing = replace(text, closing=True)
+                    self.gh.update_issue(
+                        repo,
+                        issue.number,
+                        body=flaky_body(history, jobs, closing, now),
+                        state="closed",
+                        state_reason="completed",
+                    )
+                return self.store.save_flaky_issue(repo, test, state="closed", closed_at=now)
+            assert history is not None  # update and reopen come from new failures
+            self.gh.update_issue(
+                repo,
+                issue.number,
+                body=flaky_body(history, jobs, text, now),
+                state="open" if decision.action == "reopen" else None,
+            )
+        except NotFound:
+            # Deleted or transferred by a person: landbot stops writing to it (a failure
+            # after this would reopen it, and find it gone again).
+            logs.event(
+                log, "flaky issue gone", logging.WARNING, repo=repo, issue=issue.number, test=test
+            )
+            return self.store.save_flaky_issue(repo, test, state="closed", closed_at=now)
+        return self.store.save_flaky_issue(
+            repo, test, state="open", closed_at=None, **_shown(history)
+        )
+
+    def _open(
+        self,
+        repo: str,
+        test: str,
+        history: FlakyTestHistory,
+        issue: StoredFlakyIssue | None,
+        jobs: Mapping[tuple[int, str], JobFailure],
+        now: dt.datetime,
+    ) -> StoredFlakyIssue:
+        if issue is not None and issue.owners is not None:
+            owners = tuple(issue.owners.split())  # an earlier try's: the same mention
+            where = None
+        else:
+            found = self._read_codeowners(repo)
+            owners = test_owners(found.text if found else None, test)
+            where = found.path if found else None
+            # Kept before the create: a retry after a crash mentions the same owners.
+            self.store.save_flaky_issue(repo, test, owners=" ".join(owners), number=None)
+        text = IssueText(
+            owners=owners, mention=True, quiet=self.policy.quiet, codeowners_path=where
+        )
+        ref = open_issue_once(
+            self.store,
+            self.gh,
+            repo,
+            key=issue_key(repo, KIND, test),
+            marker=flaky_marker(test),
+            label=self.policy.label,
+            title=flaky_title(test),
+            body=flaky_body(history, jobs, text, now),
+            owner=self.owner,
+        )
+        return self.store.save_flaky_issue(
+            repo, test, number=ref.number, state="open", closed_at=None, **_shown(history)
+        )
+
+    def _read_codeowners(self, repo: str) -> FileContent | None:
+        if repo not in self._codeowners:
+            try:
+                self._codeowners[repo] = self.gh.codeowners(repo)
+            except GitHubError as exc:
+                # No owner is better than no issue: it says CODEOWNERS named none.
+                logs.event(log, "CODEOWNERS not read", logging.WARNING, repo=repo, error=exc)
+                self._codeowners[repo] = None
+        return self._codeowners[repo]
+
+
+def _shown(history: FlakyTestHistory | None) -> dict[str, object]:
+    if history is None:
+        return {}
+    return {
+        "failures_shown": len(history.failures),
+        "passed_shown": len(history.passed_prs),
+        "last_failure_at": history.last_failure_at,
+    }

@@ -25,6 +25,8 @@ from landbot.land.breaker_issue import BreakerIssues
 from landbot.land.checks import CheckWriter
 from landbot.land.model import Decision, Policy
 from landbot.land.plan import evidence_from, plan_from, plan_json
+from landbot.notify import enabled as notify_enabled
+from landbot.notify import notify
 from landbot.store import Store, utcnow
 from landbot.triage.base_red import BaseReader, base_state, job_signature
 from landbot.triage.gather import Gatherer
@@ -64,12 +66,22 @@ class Lander:
         self.progress = progress or (lambda msg: log.debug("%s", msg))
         self.failpoint = failpoint or (lambda name: None)
         self.actor = Actor(
-            store, gh, progress=self.progress, failpoint=self.failpoint, policy_for=self.policy_for
+            store,
+            gh,
+            progress=self.progress,
+            failpoint=self.failpoint,
+            policy_for=self.policy_for,
+            # Unset (the default): no notifier at all, so a hand-back costs nothing more.
+            notify=(lambda text: notify(settings, text)) if notify_enabled(settings) else None,
         )
         # The `landbot` check run on the drop's head and the fixing label (land/checks.py).
         self.checks = CheckWriter(store, gh, policy_for=self.policy_for, failpoint=self.failpoint)
         # The breaker's one issue per repository (land/breaker_issue.py).
-        self.issues = BreakerIssues(store, gh)
+        self.issues = BreakerIssues(
+            store,
+            gh,
+            notify=(lambda text: notify(settings, text)) if notify_enabled(settings) else None,
+        )
 
     def settings_for(self, repo: str) -> Settings:
         """The settings in effect for `repo` (the host's narrowed by the repository's file)."""

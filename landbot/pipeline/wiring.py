@@ -173,6 +173,7 @@ def _run_on_actions(
 
 
 def make_worker(settings: Settings, store: Store, *, gh: GitHubClient | None = None) -> Worker:
+    from landbot.pipeline.flaky_issues import EVERY_S, sweep
     from landbot.pipeline.worker import Worker
 
     # One client for the land loop and the fixer (the caller's, or made on first use), and
@@ -193,6 +194,11 @@ def make_worker(settings: Settings, store: Store, *, gh: GitHubClient | None = N
         lease=dt.timedelta(seconds=settings.worker.lease_seconds),
         idle_sleep=settings.worker.idle_sleep,
         retention=dt.timedelta(days=settings.store.retention_days),
+        # Off: never swept, so no call and no query for it.
+        flaky_sweep=(lambda: sweep(settings, store, client()))
+        if settings.flaky_issues.enabled
+        else None,
+        flaky_every=EVERY_S,
     )
 
 

@@ -93,6 +93,8 @@ class Worker:
         lease: dt.timedelta = dt.timedelta(seconds=120),
         idle_sleep: float = 0.5,
         retention: dt.timedelta | None = None,
+        flaky_sweep: Callable[[], object] | None = None,
+        flaky_every: float = 600.0,
     ) -> None:
         self.store = store
         self.lander_factory = lander_factory
@@ -105,6 +107,10 @@ class Worker:
         # None: this worker never prunes (a test's, or `landbot poll`'s drain).
         self.retention = retention
         self._pruned_at: float | None = None
+        # The flaky-test issues' sweep (pipeline/flaky_issues.py); None: off, or a test's.
+        self.flaky_sweep = flaky_sweep
+        self.flaky_every = flaky_every
+        self._swept_at: float | None = None
         self.last_beat = time.monotonic()
 
     @property
@@ -140,6 +146,7 @@ class Worker:
         while not stop.is_set():
             try:
                 self.prune_due()
+                self.flaky_due()
                 if not self.step():
                     stop.wait(self.idle_sleep)
             except Exception:  # the store itself failed: keep the worker alive, try later
@@ -169,6 +176,23 @@ class Worker:
             jobs=pruned.jobs,
             retention_days=round(self.retention / dt.timedelta(days=1), 3),
         )
+        return True
+
+    def flaky_due(self) -> bool:
+        """Sweep the flaky tests' issues when `flaky_every` seconds have passed since this
+        worker last did (at once on the first call); True when it swept. A failure is
+        logged: the next sweep decides again from the store."""
+        now = time.monotonic()
+        if self.flaky_sweep is None or (
+            self._swept_at is not None and now - self._swept_at < self.flaky_every
+        ):
+            return False
+        self._swept_at = now
+        try:
+            self.flaky_sweep()
+        except Exception as exc:
+            logs.event(log, "flaky issues not swept", logging.WARNING, error=exc)
+            return False
         return True
 
     def _delivery(self, lease: Lease[StoredDelivery]) -> None:

@@ -2,12 +2,15 @@
 repositories' own settings files."""
 
 from landbot.store.records import (
+    FlakyTestHistory,
+    LedgerFailure,
     LedgerTest,
     StoreCounts,
     StoredAction,
     StoredBreaker,
     StoredDelivery,
     StoredDrop,
+    StoredFlakyIssue,
     StoredGroup,
     StoredJob,
     StoredPost,
@@ -16,7 +19,9 @@ from landbot.store.records import (
 from landbot.store.store import Lease, Store, utcnow
 
 __all__ = [
+    "FlakyTestHistory",
     "Lease",
+    "LedgerFailure",
     "LedgerTest",
     "Store",
     "StoreCounts",
@@ -24,6 +29,7 @@ __all__ = [
     "StoredBreaker",
     "StoredDelivery",
     "StoredDrop",
+    "StoredFlakyIssue",
     "StoredGroup",
     "StoredJob",
     "StoredPost",

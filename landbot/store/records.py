@@ -159,6 +159,62 @@ class LedgerTest:
 
 
 @dataclass(frozen=True)
+class LedgerFailure:
+    """One row of the flaky-test ledger: a test failing in one check on one commit."""
+
+    check: str
+    pr: int | None  # None: a failure on the base branch
+    head_sha: str | None
+    sha: str  # the commit it failed on (a merge group)
+    drop_id: int | None  # the drop whose triage saw it (its evidence has the lines)
+    seen_at: dt.datetime
+    retry: str  # pending | passed | failed
+
+
+@dataclass(frozen=True)
+class FlakyTestHistory:
+    """Every failure the ledger holds of one test in a repository (any check), oldest first:
+    what a flaky test's issue is decided and written from."""
+
+    repo: str
+    test: str
+    failures: tuple[LedgerFailure, ...]
+
+    @property
+    def prs(self) -> tuple[int, ...]:
+        return tuple(dict.fromkeys(f.pr for f in self.failures if f.pr is not None))
+
+    @property
+    def passed_prs(self) -> tuple[int, ...]:
+        """The pull requests it failed on whose retry passed."""
+        return tuple(
+            dict.fromkeys(f.pr for f in self.failures if f.pr is not None and f.retry == "passed")
+        )
+
+    @property
+    def last_failure_at(self) -> dt.datetime | None:
+        return max((f.seen_at for f in self.failures), default=None)
+
+
+@dataclass(frozen=True)
+class StoredFlakyIssue:
+    """A row of `flaky_issues`: the issue landbot keeps about one flaky test."""
+
+    id: int
+    repo: str
+    test: str
+    number: int | None  # None: not made yet (its create is claimed in comment_posts)
+    state: str  # open | closed, as landbot left it
+    owners: str | None  # space-separated, from CODEOWNERS when it was opened
+    failures_shown: int
+    passed_shown: int
+    last_failure_at: dt.datetime | None
+    opened_at: dt.datetime
+    closed_at: dt.datetime | None
+    updated_at: dt.datetime
+
+
+@dataclass(frozen=True)
 class StoredRepoFile:
     """A row of `repo_files`: a repository's own settings file as last read from its
     default branch, and the last good version (the one in effect)."""

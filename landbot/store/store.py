@@ -19,6 +19,8 @@ from landbot.core.model import History, Outcome
 from landbot.store import db
 from landbot.store.records import (
     ACTIVE_DISPATCH_STATES,
+    FlakyTestHistory,
+    LedgerFailure,
     LedgerTest,
     StoreCounts,
     StoredAction,
@@ -26,6 +28,7 @@ from landbot.store.records import (
     StoredDelivery,
     StoredDispatch,
     StoredDrop,
+    StoredFlakyIssue,
     StoredGroup,
     StoredJob,
     StoredPost,
@@ -40,6 +43,7 @@ from landbot.store.tables import (
     deliveries,
     drops,
     fix_dispatches,
+    flaky_issues,
     jobs,
     merge_groups,
     pr_actions,
@@ -816,6 +820,115 @@ class Store:
         records = _ledger_records([r for r in rows if (r.repo, r.check_name, r.test) in wanted])
         by_key = {(rec.repo, rec.check, rec.test): rec for rec in records.values()}
         return [by_key[k] for k in top if k in by_key]
+
+    # --- one issue per flaky test -----------------------------------------------------
+
+    def flaky_histories(
+        self,
+        repo: str,
+        *,
+        since: dt.datetime,
+        min_passed_prs: int,
+        also: Iterable[str] = (),
+    ) -> list[FlakyTestHistory]:
+        """The ledger's failures since `since` of each test of `repo` that failed on at
+        least `min_passed_prs` pull requests whose retry passed (any check), and of the
+        tests in `also` (those with an open issue; absent when the ledger has none). Two
+        queries whatever the count: the candidates by aggregate, then their rows."""
+        t = test_failures
+        passed_prs = sa.func.count(
+            sa.distinct(sa.case((t.c.retry == "passed", t.c.pr), else_=None))
+        )
+        candidates = (
+            sa.select(t.c.test)
+            .where(t.c.repo == repo, t.c.seen_at >= since)
+            .group_by(t.c.test)
+            .having(passed_prs >= min_passed_prs)
+        )
+        with self.engine.connect() as conn:
+            tests = {r.test for r in conn.execute(candidates)} | set(also)
+            if not tests:
+                return []
+            rows = conn.execute(
+                sa.select(t)
+                .where(t.c.repo == repo, t.c.seen_at >= since, t.c.test.in_(sorted(tests)))
+                .order_by(t.c.seen_at, t.c.id)
+            ).all()
+        grouped: dict[str, list[LedgerFailure]] = {}
+        for r in rows:
+            grouped.setdefault(r.test, []).append(
+                LedgerFailure(
+                    check=r.check_name,
+                    pr=r.pr,
+                    head_sha=r.head_sha,
+                    sha=r.sha,
+                    drop_id=r.drop_id,
+                    seen_at=_aware(r.seen_at),
+                    retry=r.retry,
+                )
+            )
+        return [
+            FlakyTestHistory(repo=repo, test=test, failures=tuple(grouped[test]))
+            for test in sorted(grouped)
+        ]
+
+    def ledger_repos(self, since: dt.datetime) -> set[str]:
+        """The repositories with a ledger failure since `since`, as the ledger spells them."""
+        t = test_failures
+        with self.engine.connect() as conn:
+            q = sa.select(t.c.repo).where(t.c.seen_at >= since).distinct()
+            return {str(r.repo) for r in conn.execute(q)}
+
+    def flaky_issues(self, repo: str | None = None) -> list[StoredFlakyIssue]:
+        """The flaky tests' issues (of `repo`, else all), by test."""
+        q = sa.select(flaky_issues).order_by(flaky_issues.c.repo, flaky_issues.c.test)
+        if repo is not None:
+            q = q.where(flaky_issues.c.repo == repo)
+        with self.engine.connect() as conn:
+            return [StoredFlakyIssue(**_fields(r)) for r in conn.execute(q)]
+
+    def flaky_issue(self, repo: str, test: str) -> StoredFlakyIssue | None:
+        t = flaky_issues
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(t).where(t.c.repo == repo, t.c.test == test)).first()
+        return StoredFlakyIssue(**_fields(row)) if row is not None else None
+
+    def save_flaky_issue(self, repo: str, test: str, **fields: Any) -> StoredFlakyIssue:
+        """Record the flaky test's issue (its number, state, owners, what it showed): the
+        fields given, on its row (made on first save, `state` open unless given)."""
+        allowed = {
+            "number",
+            "state",
+            "owners",
+            "failures_shown",
+            "passed_shown",
+            "last_failure_at",
+            "closed_at",
+        }
+        unknown = set(fields) - allowed
+        if unknown:
+            raise ValueError(f"not a flaky_issues field: {sorted(unknown)}")
+        now = utcnow()
+        t = flaky_issues
+        with self.tx() as conn:
+            res = conn.execute(
+                t.update()
+                .where(t.c.repo == repo, t.c.test == test)
+                .values(**fields, updated_at=now)
+            )
+            if res.rowcount == 0:
+                conn.execute(
+                    t.insert().values(
+                        repo=repo,
+                        test=test,
+                        **{"state": "open", **fields},
+                        opened_at=now,
+                        updated_at=now,
+                    )
+                )
+        found = self.flaky_issue(repo, test)
+        assert found is not None  # just written
+        return found
 
     # --- comments --------------------------------------------------------------------
 

@@ -342,3 +342,26 @@ breakers = sa.Table(
     sa.Column("issue_body_sha", Str(64)),  # its body as landbot last wrote it (no needless edit)
     sa.Column("updated_at", TS, nullable=False),
 )
+
+
+# Revision 0012: one issue per flaky test (land/flaky_issues.py): its number (None until
+# made), the state landbot left it in (open | closed), the owners CODEOWNERS named when it
+# was opened (space-separated; mentioned then only), and what it last showed, so it is
+# edited only when the ledger has more. `repo` as the ledger spells it.
+flaky_issues = sa.Table(
+    "flaky_issues",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("repo", Str(200), nullable=False),
+    sa.Column("test", Str(500), nullable=False),
+    sa.Column("number", sa.Integer),
+    sa.Column("state", Str(10), nullable=False),
+    sa.Column("owners", sa.Text),
+    sa.Column("failures_shown", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("passed_shown", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("last_failure_at", TS),
+    sa.Column("opened_at", TS, nullable=False),
+    sa.Column("closed_at", TS),
+    sa.Column("updated_at", TS, nullable=False),
+    sa.UniqueConstraint("repo", "test", name="uq_flaky_issues_test"),
+)

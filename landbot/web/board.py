@@ -224,6 +224,8 @@ class RepoSection:
     recent: tuple[SettledDrop, ...]
     flaky: tuple[LedgerTest, ...]
     week: Mapping[State, int] = field(default_factory=dict)  # PRs changed in 7 days, by state
+    # Each flaky test's issue (land/flaky_issues.py), by test id: (number, state).
+    flaky_issues: Mapping[str, tuple[int, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -259,6 +261,7 @@ def read_board(
     else:
         shown = known
     rows = pull_rows(store, repo=filters.repo, limit=PR_ROWS)
+    issues = [i for i in store.flaky_issues() if i.number is not None]
     sections = []
     for repo in shown:
         mine = [r for r in rows if r.repo.lower() == repo.lower()]
@@ -271,6 +274,11 @@ def read_board(
                 week=week_counts(mine, now),
                 recent=tuple(recent_outcomes(store, repo=repo, limit=RECENT)),
                 flaky=tuple(store.flakiest_tests(since=since, limit=FLAKIEST, repo=repo)),
+                flaky_issues={
+                    i.test: (i.number, i.state)
+                    for i in issues
+                    if i.number is not None and i.repo.lower() == repo.lower()
+                },
             )
         )
     return Board(
@@ -318,7 +326,15 @@ _PR_COLUMNS = (
     "summary",
 )
 _RECENT_COLUMNS = ("updated", "PR", "reason", "class", "outcome", "summary")
-_FLAKY_COLUMNS = ("test", "check", "failures", "pull requests", "passed on retry", "last seen")
+_FLAKY_COLUMNS = (
+    "test",
+    "check",
+    "failures",
+    "pull requests",
+    "passed on retry",
+    "last seen",
+    "issue",
+)
 
 
 def _e(value: Any) -> str:
@@ -411,7 +427,16 @@ def _recent_row(item: SettledDrop, base: str) -> str:
     return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
 
 
-def _flaky_row(t: LedgerTest) -> str:
+def _flaky_row(t: LedgerTest, base: str, issues: Mapping[str, tuple[int, str]]) -> str:
+    issue = issues.get(t.test)
+    if issue is None:
+        linked = '<span class="muted">none</span>'
+    else:
+        number, state = issue
+        url = f"{_repo_url(base, t.repo)}/issues/{number}"
+        linked = f'<a href="{_e(url)}">#{_e(number)}</a>' + (
+            ' <span class="muted">closed</span>' if state == "closed" else ""
+        )
     cells = [
         f"<code>{_e(t.test)}</code>",
         _e(t.check),
@@ -419,6 +444,7 @@ def _flaky_row(t: LedgerTest) -> str:
         _e(len(t.prs)),
         _e(t.retries_passed),
         _e(when(t.last_seen)),
+        linked,
     ]
     return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
 
@@ -438,7 +464,7 @@ def _section(s: RepoSection, base: str, filters: Filters, now: dt.datetime) -> s
     flaky = _table(
         "flaky",
         _FLAKY_COLUMNS,
-        [_flaky_row(t) for t in s.flaky],
+        [_flaky_row(t, base, s.flaky_issues) for t in s.flaky],
         "No test has failed and passed on retry.",
     )
     return f"""<section class="repo" data-repo="{_e(s.repo)}">

@@ -6,9 +6,13 @@ may close it by hand (`landbot breaker close`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from landbot.sim import CheckScenario
 
 from .conftest import World
+from .test_notify_handback import notifying
+from .test_notify_handback import receiver as receiver  # the fixture
 from .triage_support import fixture_log, handbacks, statuses
 
 RUNNER_DOWN = CheckScenario.failing("test", log=fixture_log("runner-shutdown.log"))
@@ -124,3 +128,16 @@ def test_close_it_from_its_issue(world: World) -> None:
     assert "only a user with write access" in replies[0].body
     assert "Closed by @alice" in replies[1].body
     assert world.gh.issues_of(world.repo)[0].state == "closed"
+
+
+def test_one_message_when_it_opens_and_one_when_it_closes(world: World, receiver: Any) -> None:
+    """`[notify] webhook_url`: the opening and the closing, one message each (not one per
+    held drop)."""
+    url, got, _ = receiver
+    notifying(world, url)
+    threshold = world.settings.breaker.threshold
+    for n in range(threshold + 2):
+        drop_one(world, n)
+    assert len(got) == 1 and "breaker for acme/widgets is open" in got[0]["text"]
+    a_run_passes(world)
+    assert len(got) == 2 and "breaker for acme/widgets closed" in got[1]["text"]

@@ -2,14 +2,14 @@
 has ever opened (open or closed now, its cause, its issue, the last run seen passing).
 
 Revision ID: 0011
-Revises: 0009
+Revises: 0012
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0011"
-down_revision = "0009"  # the lead re-chains at merge (0010 is another branch's)
+down_revision = "0012"  # the newest in this branch (i27-flaky's); the lead re-chains at merge
 branch_labels = None
 depends_on = None
 
