@@ -4,6 +4,8 @@ re-enqueue) and go back in the queue, in their order, when the base's run turns 
 
 from __future__ import annotations
 
+import pytest
+
 from landbot.sim import CheckScenario
 
 from .conftest import World
@@ -118,3 +120,38 @@ def test_the_wait_ends_in_a_hand_back(world: World) -> None:
     assert drop.outcome == "handed_back"
     [handback] = handbacks(world, pr.number)
     assert "the base did not turn green while landbot waited" in handback.body
+
+
+class Killed(Exception):
+    pass
+
+
+def test_a_worker_killed_while_releasing_loses_nothing(world: World) -> None:
+    """The waiting drops are in the store: a worker killed after deciding a release (before
+    any action) is finished by the next look, each PR enqueued once, in order."""
+    red_base(world)
+    prs = []
+    for n in range(2):
+        pr, _ = queue_and_fail(world, f"feat-k{n}", RED, files={f"k{n}.py": f"x = {n}\n"})
+        world.settle()
+        prs.append(pr)
+    green_base(world)
+    world.gh.webhooks.flush()  # delivered, not yet worked on
+
+    def kill(name: str) -> None:
+        if name == "after_release_decide":
+            raise Killed(name)
+
+    world.lander.failpoint = kill
+    with pytest.raises(Killed):
+        world.lander.hold_sweep(world.repo.full_name)
+    first = min(world.store.drops(), key=lambda d: d.id)
+    assert first.outcome == "waiting_base" and first.plan and first.plan["stage"] == "release"
+    world.lander.failpoint = lambda name: None
+    world.settle()  # the hold job, woken by the base's passing run
+    drops = sorted(world.store.drops(), key=lambda d: d.id)
+    assert [d.outcome for d in drops] == ["requeued", "requeued"]
+    assert world.mutations() == ["EnqueuePullRequest"] * 2
+    queue = world.gh.queue(world.repo)
+    assert queue is not None
+    assert [e.pr.number for e in queue.entries] == [p.number for p in prs]
