@@ -92,7 +92,8 @@ def hold_sweeps(store: Store, lander: Lander, repos: Iterable[str]) -> int:
 
     left = 0
     for repo in repos:
-        if store.waiting_drops(repo, sorted(WAITING)):
+        breaker = store.breaker(repo)
+        if store.waiting_drops(repo, sorted(WAITING)) or (breaker is not None and breaker.open):
             lander.hold_sweep(repo)
             left += len(store.waiting_drops(repo, sorted(WAITING)))
     return left

@@ -53,7 +53,9 @@ BASE_REF = "b" * 1000
 GROUP_REF = f"refs/heads/gh-readonly-queue/{BASE_REF}/pr-{PR}-{SHA}"
 ACTION_KINDS = [cls.__name__ for cls in (Requeue, Status, HandBack, RunFixer, AnnounceFix)]
 LONGEST_ACTION_KEY = longest(
-    keys.action(2**31 - 1, 99, kind, after_fixer=True) for kind in ACTION_KINDS
+    keys.action(2**31 - 1, 99, kind, after_fixer=True, stage=stage)
+    for kind in ACTION_KINDS
+    for stage in ("", "release", "held")  # a waiting or held drop's later plans
 )
 
 # (table, column) -> the longest value any writer gives it. The writers, by column:
@@ -86,13 +88,14 @@ LONGEST: dict[tuple[str, str], str] = {
     ("drops", "class"): longest(get_args(TriageClass)),
     ("drops", "outcome"): longest(get_args(Outcome)),
     # intake/events.py (drop, command), land/act.py (fix)
-    ("jobs", "kind"): longest(["drop", "fix", "command", "repo_file"]),
+    ("jobs", "kind"): longest(["drop", "fix", "command", "repo_file", "hold", "breaker_close"]),
     ("jobs", "dedupe_key"): longest(
         [
             keys.drop_job(REPO, PR, SHA, 2**31 - 1),
             keys.fix_job(REPO, PR, SHA, 2**31 - 1),
             f"command:{DELIVERY}",
             f"repo_file:{DELIVERY}",
+            f"hold:{REPO}:{2**31 - 1}",  # store.ensure_repo_job: a finished one steps aside
         ]
     ),
     ("jobs", "status"): longest(["queued", "leased", "done", "failed", "cancelled"]),
@@ -161,6 +164,11 @@ LONGEST: dict[tuple[str, str], str] = {
     ("comment_posts", "state"): longest(["posting", "posted"]),
     ("comment_posts", "owner"): WORKER,
     ("comment_posts", "node_id"): NODE_ID,
+    # pipeline/process.py breaker_gate (open_breaker), land/breaker_issue.py
+    ("breakers", "repo"): REPO,
+    ("breakers", "cause"): longest(["red_base", "infrastructure", "same_failure", "server_error"]),
+    ("breakers", "issue_state"): longest(["open", "closed"]),
+    ("breakers", "issue_body_sha"): "f" * 64,
 }
 
 
@@ -285,6 +293,14 @@ def test_the_longest_values_are_stored_and_read_back(store: Store) -> None:
     assert store.claim_post(v[("comment_posts", "key")], **post).claimed == "new"
     assert store.claim_post(f"handback:{PR}", **post, drop_id=drop_id).claimed == "new"
     store.posted(f"handback:{PR}", COMMENT_ID, NODE_ID, FREE)
+    now = dt.datetime.now(dt.UTC)
+    assert store.open_breaker(
+        REPO, cause=v[("breakers", "cause")], detail=FREE, links=[FREE], at=now
+    )
+    store.set_breaker_issue(
+        REPO, number=PR, url=FREE, state=v[("breakers", "issue_state")],
+        body_sha=v[("breakers", "issue_body_sha")],
+    )  # fmt: skip
 
     for (table, column), value in sorted(LONGEST.items()):
         # Leases end and statuses move on: those were checked when written, above.
