@@ -24,6 +24,7 @@ from typing import Protocol
 
 from landbot import logs
 from landbot.core.model import JobFailure
+from landbot.errors import LandbotError
 from landbot.github.errors import GitHubError, MutationOutcomeUnknown, NotFound
 from landbot.github.models import FileContent, Issue
 from landbot.github.ops import IssueOps, WritesIssues
@@ -42,6 +43,8 @@ log = logging.getLogger("landbot.land.issues")
 _KEY_MAX = 300
 _MARKER_MAX = 100
 NO_PR = 0  # comment_posts.pr of a claim that is an issue, not a comment on a PR
+# A create claimed by another sweep this recently may still be on its way: left to it.
+CLAIM_BUSY = dt.timedelta(minutes=2)
 
 
 class ClaimsPosts(Protocol):
@@ -94,6 +97,10 @@ def find_marked(gh: WritesIssues, repo: str, label: str, marker: str) -> Issue |
     return (open_ or mine)[-1]
 
 
+class IssueBusy(LandbotError):
+    """Another process claimed this issue's create moments ago and may be sending it now."""
+
+
 def open_issue_once(
     store: ClaimsPosts,
     gh: WritesIssues,
@@ -105,14 +112,27 @@ def open_issue_once(
     title: str,
     body: str,
     owner: str,
+    busy: dt.timedelta | None = None,
+    now: dt.datetime | None = None,
 ) -> IssueRef:
     """Make issue `key` once: kept as posted, its number; claimed before without one, found
-    by its marker; else created (with `label`, which the finding relies on)."""
+    by its marker; else created (with `label`, which the finding relies on).
+
+    With `busy`, a claim another owner made less than `busy` ago raises IssueBusy instead:
+    its POST may be in flight, and a look now would not find it (two sweeps of two workers;
+    a job's writers need no such wait, the store leases one job of a PR at a time)."""
     if marker not in body:
         body = f"{marker}\n{body}"
     claim = store.claim_post(key, repo=repo, pr=NO_PR, marker=marker[:_MARKER_MAX], owner=owner)
     if claim.claimed == "posted" and claim.comment_id is not None:
         return IssueRef(int(claim.comment_id), claim.node_id, claim.url)
+    if (
+        busy is not None
+        and claim.claimed == "posting"
+        and claim.owner != owner
+        and (now or dt.datetime.now(dt.UTC)) - claim.updated_at < busy
+    ):
+        raise IssueBusy(f"issue {key} is being made by {claim.owner}")
     found = find_marked(gh, repo, label, marker) if claim.claimed == "posting" else None
     created = found is None
     if found is None:
@@ -238,6 +258,7 @@ class FlakyIssueWriter:
             title=flaky_title(test),
             body=flaky_body(history, jobs, text, now),
             owner=self.owner,
+            busy=CLAIM_BUSY,
         )
         return self.store.save_flaky_issue(
             repo, test, number=ref.number, state="open", closed_at=None, **_shown(history)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
+import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -21,7 +23,7 @@ from landbot.core.model import JobFailure
 from landbot.github.errors import GitHubError
 from landbot.github.ops import IssueOps
 from landbot.land import flaky_issues as fi
-from landbot.land.issues import FlakyIssueWriter
+from landbot.land.issues import FlakyIssueWriter, IssueBusy
 from landbot.land.plan import evidence_from
 from landbot.store import FlakyTestHistory, Store, utcnow
 
@@ -46,16 +48,28 @@ class FlakySweep:
         self,
         settings: Settings,
         store: Store,
-        gh: IssueOps,
+        gh: Callable[[], IssueOps],
         *,
-        owner: str = "flaky-sweep",
+        owner: str | None = None,
         clock: Callable[[], dt.datetime] = utcnow,
     ) -> None:
         self.settings = settings
         self.store = store
         self.policy = fi.FlakyIssuePolicy.from_settings(settings.flaky_issues)
-        self.writer = FlakyIssueWriter(store, gh, owner=owner, policy=self.policy)
+        # Names this process's claims: a fresh one of another process is left to it.
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:flaky"
+        # The client is made on the first write: a sweep with nothing to do needs none.
+        self._gh = gh
+        self._writer: FlakyIssueWriter | None = None
         self.clock = clock
+
+    @property
+    def writer(self) -> FlakyIssueWriter:
+        if self._writer is None:
+            self._writer = FlakyIssueWriter(
+                self.store, self._gh(), owner=self.owner, policy=self.policy
+            )
+        return self._writer
 
     def run(self, repos: Iterable[str] | None = None) -> SweepReport:
         report = SweepReport()
@@ -92,6 +106,8 @@ class FlakySweep:
                 continue
             try:
                 self.writer.apply(repo, test, decision, history, issue, self._jobs(history), now)
+            except IssueBusy:
+                continue  # another worker's sweep is making it: the next sweep sees it
             except GitHubError as exc:
                 # The next sweep decides again from the store: nothing was recorded.
                 logs.event(
@@ -140,8 +156,9 @@ class FlakySweep:
         return out
 
 
-def sweep(settings: Settings, store: Store, gh: IssueOps) -> SweepReport:
-    """One sweep of every watched repository (nothing at all when the setting is off)."""
+def sweep(settings: Settings, store: Store, gh: Callable[[], IssueOps]) -> SweepReport:
+    """One sweep of every watched repository (nothing at all when the setting is off);
+    `gh` makes the client, called only when something is to be written."""
     if not settings.flaky_issues.enabled:
         return SweepReport()
     return FlakySweep(settings, store, gh).run()

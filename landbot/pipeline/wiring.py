@@ -195,7 +195,7 @@ def make_worker(settings: Settings, store: Store, *, gh: GitHubClient | None = N
         idle_sleep=settings.worker.idle_sleep,
         retention=dt.timedelta(days=settings.store.retention_days),
         # Off: never swept, so no call and no query for it.
-        flaky_sweep=(lambda: sweep(settings, store, client()))
+        flaky_sweep=(lambda: sweep(settings, store, client))
         if settings.flaky_issues.enabled
         else None,
         flaky_every=EVERY_S,

@@ -53,7 +53,7 @@ def sweep(world: World, *, days: float = 0, **settings: Any) -> Any:
         update={"flaky_issues": FlakyIssuesSettings(**settings)} if settings else {}
     )
     later = utcnow() + dt.timedelta(days=days)
-    return FlakySweep(conf, world.store, world.client, clock=lambda: later).run()
+    return FlakySweep(conf, world.store, lambda: world.client, clock=lambda: later).run()
 
 
 def mentions(body: str) -> list[str]:
@@ -140,3 +140,26 @@ def test_off_no_issue_and_no_call(world: World) -> None:
     assert on.flaky_due() is True
     assert len(world.gh.issues_of(world.repo)) == 1
     assert world.server.requests.count(CREATE) == 1
+
+
+def test_a_lost_answer_and_a_refusal(world: World) -> None:
+    """A 502 after GitHub made the issue: found by its marker, not made twice. A refused
+    edit is logged and recorded nowhere: the next sweep edits it."""
+    head_checks(world, failing_branches=set())
+    flaky_on(world, 3)
+    world.server.faults.fail(CREATE, 502, take_effect=True)
+    assert sweep(world).done == {"open": [FLAKY_TEST]}
+    [issue] = world.gh.issues_of(world.repo)
+    assert world.server.requests.count(CREATE) == 1
+    assert world.server.requests.count("GET /repos/{owner}/{repo}/issues") == 1
+    assert sweep(world).done == {}  # kept as made
+
+    fourth, _ = queue_and_fail(world, "feat-4", FAILING, {"f4.py": "x = 4\n"})
+    world.settle()
+    world.server.faults.fail(EDIT, 403, message="Resource not accessible by integration")
+    report = sweep(world)
+    assert report.done == {} and report.failed == [FLAKY_TEST]
+    assert f"#{fourth.number} ·" not in issue.body
+    assert sweep(world).done == {"update": [FLAKY_TEST]}  # the control: GitHub takes it
+    assert f"#{fourth.number} ·" in issue.body
+    assert len(world.gh.issues_of(world.repo)) == 1

@@ -3,6 +3,7 @@ create claimed before its POST so a 502 after an applied create never makes two 
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -194,3 +195,26 @@ def test_long_names_make_bounded_keys() -> None:
     long = issue_key(REPO, "flaky-test", "t" * 400)
     assert len(long) <= 300 and "sha256" in long
     assert long != issue_key(REPO, "flaky-test", "u" * 400)
+
+
+def test_a_fresh_claim_of_another_process_is_left_to_it(
+    client: GitHubClient, repo: Repository, server: FakeGitHubServer, store: Store
+) -> None:
+    """Two workers' sweeps: the second leaves a create claimed a moment ago to the first."""
+    from landbot.land.issues import IssueBusy
+
+    store.claim_post("k", repo=REPO, pr=0, marker=MARKER, owner="other")
+    busy = dt.timedelta(minutes=2)
+    with pytest.raises(IssueBusy):
+        open_issue_once(
+            store, client, REPO, key="k", marker=MARKER, label=LABEL, title="t", body="b",
+            owner="me", busy=busy,
+        )  # fmt: skip
+    assert server.requests.total == 0
+    # The control: the same claim two minutes later is an earlier attempt's: looked, made.
+    later = dt.datetime.now(dt.UTC) + busy
+    ref = open_issue_once(
+        store, client, REPO, key="k", marker=MARKER, label=LABEL, title="t", body="b",
+        owner="me", busy=busy, now=later,
+    )  # fmt: skip
+    assert ref.created and server.requests.count(CREATE) == 1

@@ -21,6 +21,9 @@ from landbot.core.model import Outcome, Source, TriageClass
 from landbot.core.reasons import REASONS
 from landbot.land.act import status_key
 from landbot.land.comments import FIX_MARKER, HANDBACK_MARKER, STATUS_MARKER
+from landbot.land.flaky_issues import KIND
+from landbot.land.flaky_issues import marker as flaky_marker
+from landbot.land.issues import issue_key
 from landbot.land.model import AnnounceFix, Cap, HandBack, Requeue, RunFixer, Status
 from landbot.store import Store
 from landbot.store.store import CHECK_NAME_CHARS, TEST_ID_CHARS
@@ -158,9 +161,21 @@ LONGEST: dict[tuple[str, str], str] = {
     # store.add_job: the job's pull request (its drop's, or a command's payload)
     ("jobs", "repo"): REPO,
     # land/act.py: the comments claimed before their POST (status, hand-back, fix)
-    ("comment_posts", "key"): longest([status_key(REPO, PR), f"handback:{PR}", f"fix:{PR}:{SHA}"]),
+    # ...and land/issues.py: the issues landbot keeps (a flaky test's: its key hashes a
+    # long test id, its marker is cut to the column)
+    ("comment_posts", "key"): longest(
+        [
+            status_key(REPO, PR),
+            f"handback:{PR}",
+            f"fix:{PR}:{SHA}",
+            issue_key(REPO, KIND, "t" * TEST_ID_CHARS),
+            issue_key(REPO, KIND, "t" * (300 - len(issue_key(REPO, KIND, "")))),
+        ]
+    ),
     ("comment_posts", "repo"): REPO,
-    ("comment_posts", "marker"): longest([STATUS_MARKER, HANDBACK_MARKER, FIX_MARKER]),
+    ("comment_posts", "marker"): longest(
+        [STATUS_MARKER, HANDBACK_MARKER, FIX_MARKER, flaky_marker("t" * TEST_ID_CHARS)[:100]]
+    ),
     ("comment_posts", "state"): longest(["posting", "posted"]),
     ("comment_posts", "owner"): WORKER,
     ("comment_posts", "node_id"): NODE_ID,
@@ -169,6 +184,10 @@ LONGEST: dict[tuple[str, str], str] = {
     ("breakers", "cause"): longest(["red_base", "infrastructure", "same_failure", "server_error"]),
     ("breakers", "issue_state"): longest(["open", "closed"]),
     ("breakers", "issue_body_sha"): "f" * 64,
+    # pipeline/flaky_issues.py: one issue per flaky test (its id as the ledger keeps it)
+    ("flaky_issues", "repo"): REPO,
+    ("flaky_issues", "test"): "t" * TEST_ID_CHARS,
+    ("flaky_issues", "state"): longest(["open", "closed"]),
 }
 
 
@@ -301,6 +320,9 @@ def test_the_longest_values_are_stored_and_read_back(store: Store) -> None:
         REPO, number=PR, url=FREE, state=v[("breakers", "issue_state")],
         body_sha=v[("breakers", "issue_body_sha")],
     )  # fmt: skip
+    store.save_flaky_issue(
+        REPO, v[("flaky_issues", "test")], number=2**31 - 1, state=v[("flaky_issues", "state")]
+    )
 
     for (table, column), value in sorted(LONGEST.items()):
         # Leases end and statuses move on: those were checked when written, above.
