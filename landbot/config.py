@@ -458,10 +458,10 @@ class BreakerSettings(_Section):
         "infrastructure failures, timeouts, GitHub's 5xx) that open the breaker",
     )
     same_failure_prs: int = Field(
-        3,
-        ge=2,
+        0,
+        ge=0,
         description="pull requests failing the same job the same way within the window "
-        "that open the breaker",
+        "that open the breaker (0: off; a red base is found on its own)",
     )
     base_wait_hours: float = Field(
         6,

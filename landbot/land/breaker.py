@@ -40,7 +40,7 @@ class BreakerPolicy:
     enabled: bool = True
     window: dt.timedelta = dt.timedelta(minutes=30)
     threshold: int = 5
-    same_failure_prs: int = 3
+    same_failure_prs: int = 0  # 0: off
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,9 @@ def should_open(
     for s in recent:
         if s.signature:
             by_signature.setdefault(s.signature, set()).add(s.pr)
-    same = [(sig, prs) for sig, prs in by_signature.items() if len(prs) >= policy.same_failure_prs]
+    # Off (0) unless asked for: a red base, its usual cause, is found on its own.
+    wanted = policy.same_failure_prs
+    same = [(sig, prs) for sig, prs in by_signature.items() if wanted and len(prs) >= wanted]
     if same:
         sig, group = max(same, key=lambda x: (len(x[1]), x[0]))
         hits = [s for s in recent if s.signature == sig]

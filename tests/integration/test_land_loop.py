@@ -44,9 +44,10 @@ def test_ci_failure_is_handed_back_with_the_failed_checks(world: World) -> None:
     # the storage host), the newest merge-group runs (the PRs ahead in the group), the bot's
     # login, the comments, the status and hand-back comments; and the `landbot` check run's
     # create, which GitHub refuses to this World's personal token (an App's run costs 2:
-    # tests/integration/test_check_run.py).
+    # tests/integration/test_check_run.py); and the base branch's check runs (is the base
+    # red the same way? issue 27.1).
     calls = world.calls() - before
-    assert calls <= 11, world.server.requests.counts()
+    assert calls <= 12, world.server.requests.counts()
 
 
 def test_ci_timeout_is_requeued_once_even_when_the_delivery_repeats_and_a_poll_sees_it(

@@ -114,7 +114,7 @@ def test_the_wait_ends_in_a_hand_back(world: World) -> None:
     pr, _ = queue_and_fail(world, "feat-late", RED)
     world.settle()
     assert world.store.drops()[0].outcome == "waiting_base"
-    world.lander.settings.breaker.base_wait_hours = 0.0001  # the deadline passes at once
+    world.lander.settings.breaker.base_wait_hours = 1e-9  # the deadline passes at once
     world.lander.hold_sweep(world.repo.full_name)
     [drop] = world.store.drops()
     assert drop.outcome == "handed_back"
