@@ -190,3 +190,10 @@ def test_what_a_held_drop_becomes() -> None:
     )
     for pr in (replace(PR, state="closed"), replace(PR, in_queue=True)):
         assert after_breaker(DROP, pr, outage, History(), policy).outcome == "ignored"
+
+
+def test_the_same_failure_counts_only_when_asked_for() -> None:
+    """`same_failure_prs` is 0 by default (off): a red base, its usual cause, is found on
+    its own; the control above sets it to 3."""
+    same = [Signal(i, i, T0, None, "test\nE boom") for i in range(10)]
+    assert should_open(same, T0, BreakerPolicy()) is None
