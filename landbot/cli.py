@@ -31,6 +31,11 @@ app.add_typer(triage_app, name="triage")
 app.add_typer(quest_app, name="quest")
 app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(fixer_app, name="fixer")
+breaker_app = typer.Typer(
+    help="A repository's breaker (drops held while the repository is the problem).",
+    no_args_is_help=True,
+)
+app.add_typer(breaker_app, name="breaker")
 config_app = typer.Typer(help="landbot's settings.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 app_app = typer.Typer(help="The GitHub App.", no_args_is_help=True)
@@ -229,7 +234,7 @@ def poll(
     """
     from landbot.config import load_settings
     from landbot.intake.poll import sweep
-    from landbot.pipeline.poll import finish_own_work, own_drops
+    from landbot.pipeline.poll import finish_own_work, hold_sweeps, own_drops
     from landbot.pipeline.wiring import make_github, make_worker, open_store
     from landbot.ready import check_ready
     from landbot.store import utcnow
@@ -253,6 +258,10 @@ def poll(
     worker = make_worker(settings, store, gh=gh)
     run = finish_own_work(store, worker, own)
     typer.echo(f"landbot: ran {run.ran} job(s) for {len(own)} drop(s)", err=True)
+    # The sweep is the scheduled Action's only webhook: waiting drops are looked at again.
+    held = hold_sweeps(store, worker.lander, repos)
+    if held:
+        typer.echo(f"landbot: {held} drop(s) still held (a red base or an open breaker)", err=True)
     # A scheduled poll may be the only process: it sweeps the flaky tests' issues too.
     worker.flaky_due()
     if run.left:
@@ -281,6 +290,27 @@ def retry(
     lander = make_lander(settings, store, progress=lambda msg: typer.echo(f"… {msg}", err=True))
     decision = retry_pr(lander, store, name, pr, source="operator")
     typer.echo(f"{name}#{pr}: {decision.outcome}: {decision.why}")
+
+
+@breaker_app.command("close")
+def breaker_close(
+    repo: Annotated[str, typer.Argument(help="OWNER/NAME.")],
+    config: ConfigOpt = None,
+) -> None:
+    """Close a repository's breaker now: its held drops go back in the queue in their order,
+    and its issue is closed. Exit 1 when it was not open."""
+    from landbot.config import load_settings
+    from landbot.pipeline.wiring import make_lander, open_store, resolve_repo
+
+    settings = load_settings(config)
+    _start_logs(settings)
+    name = resolve_repo(settings, repo)
+    store = open_store(settings)
+    lander = make_lander(settings, store, progress=lambda msg: typer.echo(f"… {msg}", err=True))
+    if not lander.close_breaker(name, by="the operator (landbot breaker close)"):
+        typer.echo(f"landbot: the breaker of {name} is not open", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"{name}: the breaker is closed; its held drops went back in the queue")
 
 
 @app.command()

@@ -444,6 +444,44 @@ class StoreSettings(_Section):
     )
 
 
+class BreakerSettings(_Section):
+    """When the repository is the problem (issue 27): a red base branch, and a breaker per
+    repository that holds drops that are not their pull requests' fault."""
+
+    enabled: bool = Field(
+        True,
+        description="open a repository's breaker when many drops are not their PRs' fault "
+        "(held, not dropped, until the cause is gone)",
+    )
+    window_minutes: float = Field(
+        30, gt=0, description="window in which drops that are not their PRs' fault are counted"
+    )
+    threshold: int = Field(
+        5,
+        ge=2,
+        description="drops within the window that are not their PRs' fault (runner or "
+        "infrastructure failures, timeouts, GitHub's 5xx) that open the breaker",
+    )
+    same_failure_prs: int = Field(
+        0,
+        ge=0,
+        description="pull requests failing the same job the same way within the window "
+        "that open the breaker (0: off; a red base is found on its own)",
+    )
+    base_wait_hours: float = Field(
+        6,
+        gt=0,
+        description="how long a drop waits for a red base branch to turn green before it "
+        "is handed back, hours",
+    )
+    recheck_minutes: float = Field(
+        10,
+        gt=0,
+        description="how often a waiting drop or an open breaker looks again when no "
+        "webhook says the base changed, minutes",
+    )
+
+
 class FlakyIssuesSettings(_Section):
     """One issue per flaky test (land/flaky_issues.py): opened once the ledger shows it
     failing and passing on retry on `min_prs` pull requests, edited as failures come,
@@ -556,6 +594,7 @@ class Settings(BaseSettings):
     triage: TriageSettings = Field(default_factory=TriageSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
+    breaker: BreakerSettings = Field(default_factory=BreakerSettings)
     web: WebSettings = Field(default_factory=WebSettings)
     flaky_issues: FlakyIssuesSettings = Field(default_factory=FlakyIssuesSettings)
     notify: NotifySettings = Field(default_factory=NotifySettings)

@@ -23,6 +23,11 @@ def fix_job(repo: str, pr: int, head: str, drop_id: int) -> str:
     return f"{head_jobs(repo, pr, head)}#fix{drop_id}"
 
 
-def action(drop_id: int, index: int, kind: str, *, after_fixer: bool) -> str:
-    """The action ledger's key: one claim per action of a drop's plan."""
-    return f"drop:{drop_id}:{index}:{kind}" + (":after-fixer" if after_fixer else "")
+def action(drop_id: int, index: int, kind: str, *, after_fixer: bool, stage: str = "") -> str:
+    """The action ledger's key: one claim per action of a drop's plan. `stage` names a
+    later plan of the same drop (a waiting drop released: `release`)."""
+    return (
+        f"drop:{drop_id}:{index}:{kind}"
+        + (":after-fixer" if after_fixer else "")
+        + (f":{stage}" if stage else "")
+    )

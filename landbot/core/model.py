@@ -10,7 +10,13 @@ from typing import Literal
 from landbot.core.reasons import Reason
 
 Source = Literal["webhook", "poll", "command", "operator"]
-Outcome = Literal["pending", "requeued", "fixed", "handed_back", "ignored", "failed"]
+# `waiting_base`: the same job fails the same way on the base branch (issue 27.1), so the drop
+# waits for the base to turn green; `held`: the repository's breaker is open (issue 27.2).
+Outcome = Literal[
+    "pending", "requeued", "fixed", "handed_back", "ignored", "failed", "waiting_base", "held"
+]
+# Outcomes that are not settled: the drop is still landbot's to carry on.
+WAITING: frozenset[str] = frozenset({"waiting_base", "held"})
 TriageClass = Literal[
     "genuine", "flaky", "infrastructure", "timeout", "cancelled", "policy", "unknown"
 ]
@@ -129,6 +135,11 @@ class Evidence:
     prs_ahead: tuple[int, ...] = ()
     # The checks that never completed (a `checks_timed_out` drop), by name.
     timed_out_checks: tuple[str, ...] = ()
+    # The failed jobs that fail the same way (the same normalised error lines) on the base
+    # branch's newest run (issue 27.1), by name; the base commit looked at and its link.
+    base_red: tuple[str, ...] = ()
+    base_red_sha: str | None = None
+    base_red_url: str = ""
 
 
 @dataclass(frozen=True)

@@ -170,6 +170,14 @@ def _is_candidate(line: str) -> bool:
     return bool(words) and words[0].lower() in COMMANDS
 
 
+def breaker_close(command: Command | None) -> bool:
+    """`/landbot breaker close` (in the breaker's issue, issue 27.2): not a pull request
+    command, so it reads as an unknown word here."""
+    if command is None or command.name != "unknown":
+        return False
+    return [a.lower() for a in command.args[:2]] == ["breaker", "close"]
+
+
 def candidate_lines(body: str) -> list[str]:
     """The lines that may be a command for some slug (at most MAX_CANDIDATES, each cut to
     MAX_LINE characters); `parse_command("\\n".join(lines), names)` reads them as it would

@@ -365,7 +365,37 @@ def _workflow_run(d: WebhookEvent[payloads.WorkflowRunCompleted], store: Store) 
     woken = _fix_run_done(d, store, run)
     if woken is not None:
         return woken
+    base = _run_passed(d, store, run)
+    if base is not None:
+        return base
     return _group_failure(d, store, "workflow_run", run, run.head_branch)
+
+
+# The repository's job that looks at its waiting drops again (pipeline/process.py HOLD_JOB).
+HOLD_JOB = "hold"
+
+
+# Runs whose passing says the repository's CI works again: a base branch's push, a merge
+# group. (A pull request's own run, or landbot's fix workflow, says nothing of the kind.)
+_PASS_EVENTS = frozenset({"push", "merge_group"})
+
+
+def _run_passed(
+    d: WebhookEvent[payloads.WorkflowRunCompleted], store: Store, run: payloads.WorkflowRun
+) -> str | None:
+    """A workflow run that passed on a base branch or a merge group: an open breaker notes
+    it (the next runs pass: what closes one the runners opened), and the repository's hold
+    job is woken, which reads the base itself (no GitHub call here). None: no such run, or
+    nothing of the repository waits."""
+    if d.repo is None or run.conclusion != "success" or run.event not in _PASS_EVENTS:
+        return None
+    noted = store.note_pass(d.repo, d.received_at)
+    woken = store.wake_repo_job(HOLD_JOB, d.repo)
+    if not (noted or woken):
+        return None
+    branch = run.head_branch or ""
+    logs.event(log, "run passed", branch=branch, run_id=run.id, check=run.name, breaker=noted)
+    return f"{run.name} passed on {branch}: waiting drops looked at again"
 
 
 def _fix_run_done(
@@ -470,9 +500,36 @@ def _push(d: WebhookEvent[payloads.PushEvent], store: Store) -> str:
 # --- commands ----------------------------------------------------------------------------
 
 
+def _issue_command(d: WebhookEvent[payloads.IssueCommentCreated], store: Store) -> str:
+    """A comment on an issue: only `/landbot breaker close` is a command there (in the
+    breaker's issue; the worker checks which issue and who asked)."""
+    issue, comment = d.payload.issue, d.payload.comment
+    lines = commands.candidate_lines(comment.body or "")
+    if not lines or not commands.breaker_close(
+        commands.parse_command("\n".join(lines), (commands.SLASH_NAME,))
+    ):
+        return "not a pull request comment"
+    if commands.is_bot(comment.user.login, comment.user.type):
+        return "command from a bot: ignored"
+    store.add_job(
+        "breaker_close",
+        {
+            "repo": d.repo,
+            "issue": issue.number,
+            "user": comment.user.login,
+            "comment_id": comment.id,
+        },
+        dedupe_key=f"command:{d.delivery_id}",
+        holds_pr=False,
+    )
+    return f"/landbot breaker close from {comment.user.login} in #{issue.number}"
+
+
 @route("issue_comment", "created", payloads.IssueCommentCreated)
 def _comment(d: WebhookEvent[payloads.IssueCommentCreated], store: Store) -> str:
     issue, comment = d.payload.issue, d.payload.comment
+    if d.repo is not None and not issue.is_pull_request:
+        return _issue_command(d, store)
     if d.repo is None or not issue.is_pull_request:
         return "not a pull request comment"
     # The slug is unknown here (no GitHub call on this path): the candidate lines go to the

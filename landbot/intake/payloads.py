@@ -147,6 +147,7 @@ class CheckRun(Run):
 
 class WorkflowRun(Run):
     head_branch: str | None = None
+    event: str | None = None  # push, merge_group, pull_request, workflow_dispatch, ...
     display_title: str | None = None  # a fix run's carries landbot's one-time job id
 
 

@@ -131,11 +131,13 @@ class Actor:
         fixer: FixerResult | None,
         index: int,
         action: Action,
+        *,
+        stage: str = "",
     ) -> None:
         """Carry out action `index` of the drop's plan, once, whatever crashed before."""
         assert drop.id is not None
         kind = type(action).__name__
-        key = keys.action(drop.id, index, kind, after_fixer=fixer is not None)
+        key = keys.action(drop.id, index, kind, after_fixer=fixer is not None, stage=stage)
         state = self.store.begin_action(key, kind.lower(), drop.id)
         if state == "done":
             logs.event(log, "action already done", logging.DEBUG, action_key=key)
@@ -169,6 +171,7 @@ class Actor:
                 evidence,
                 fixer,
                 fix_comment_url=self._announced(drop, fixer),
+                breaker_url=self._breaker_issue(drop) if action.topic == "held" else None,
             )
             c = self._status(drop, body)
             result = {"comment": c.id}
@@ -202,6 +205,11 @@ class Actor:
             logs.event(log, "fixer job queued", fix_job_id=job, mode=action.mode)
         self.failpoint(f"after_{kind.lower()}")
         self.store.finish_action(key, "done", result)
+
+    def _breaker_issue(self, drop: Drop) -> str | None:
+        """The breaker's issue, which a held drop's status links to (once it exists)."""
+        row = self.store.breaker(drop.repo)
+        return row.issue_url if row is not None else None
 
     def react(self, repo: str, comment_id: int) -> None:
         """Answer an accepted comment command with 👀 (every command also gets a reply,

@@ -160,6 +160,7 @@ _HANDBACK_TITLE: dict[HandBackTopic, str] = {
     "git_tree_invalid": "Handed back: GitHub could not build the merge",
     "invalid_merge_commit": "Handed back: GitHub could not create the merge commit",
     "cap_reached": "Handed back: landbot reached its cap on this pull request",
+    "base_red_deadline": "Handed back: the base branch stayed red past landbot's wait",
 }
 
 # Per status topic of a settled drop (the `fixing_*` ones are pending: still in progress).
@@ -175,6 +176,10 @@ _STATUS_TITLE: dict[StatusTopic, str] = {
     "fixed": "Fixed: landbot pushed {pushed}; auto-merge is armed",
     "handed_back": "Left alone: handed back already for this cap",
     "unknown_reason": "Left alone: landbot does not act on this reason",
+    "waiting_base": "Waiting: the same job fails the same way on the base branch",
+    "requeued_base_green": "Re-enqueued: the base branch is green again",
+    "held": "Held: landbot's breaker for this repository is open",
+    "requeued_breaker_closed": "Re-enqueued in its turn: landbot's breaker closed",
 }
 
 

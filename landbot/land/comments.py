@@ -92,6 +92,24 @@ _STATUS_NEXT: dict[StatusTopic, str] = {
     # The hand-back below mentions the author: this edit must not mention them again.
     "handed_back": "landbot handed it back to the author: see the comment below.",
     "unknown_reason": "landbot does not act on this reason; a person may want to look.",
+    # Issue 27: edits only (no one is mentioned), and a new line while the drop waits.
+    "waiting_base": (
+        "The same job fails the same way on the base branch{base}: not this pull request's "
+        "fault. landbot runs no fixer and waits for the base to turn green, then puts it "
+        "back in the queue."
+    ),
+    "requeued_base_green": (
+        "The base branch is green again: landbot put the pull request back in the queue."
+    ),
+    "held": (
+        "landbot's breaker for this repository is open{breaker}: no re-enqueue and no fixer "
+        "run until it closes. This drop is held, not dropped: it goes back in the queue in "
+        "its turn when the breaker closes."
+    ),
+    "requeued_breaker_closed": (
+        "landbot's breaker for this repository closed: the pull request went back in the "
+        "queue in its turn."
+    ),
 }
 
 
@@ -103,8 +121,10 @@ def render_status(
     fixer: FixerResult | None = None,
     *,
     fix_comment_url: str | None = None,
+    breaker_url: str | None = None,
 ) -> str:
     del pr  # the status names no one; kept for one calling shape
+    breaker = f" ([why]({breaker_url}))" if breaker_url and _SAFE_URL.fullmatch(breaker_url) else ""
     found = f" ({_inert(_sentence(fixer.summary))})" if fixer is not None and fixer.summary else ""
     ran = f" (it ran {_code(fixer.reproduce)})" if fixer is not None and fixer.reproduce else ""
     timed_out = ""
@@ -114,7 +134,13 @@ def render_status(
         announced = f"[what it found and changed]({fix_comment_url})"
     else:
         announced = "what it found and changed is in the comment below"
+    base = ""
+    if evidence.base_red:
+        at = f" at `{_short(evidence.base_red_sha)}`" if evidence.base_red_sha else ""
+        base = f" ({_names(evidence.base_red)}{at})"
     nxt = _STATUS_NEXT[topic].format(
+        base=base,
+        breaker=breaker,
         why=_inert(evidence.triage_reason) or evidence.triage_class or "not a test failure",
         pushed=_short(fixer.pushed_sha if fixer else None),
         found=found,
@@ -182,6 +208,11 @@ _DECIDE: dict[HandBackTopic, str] = {
     "cap_reached": (
         "landbot stopped acting on this pull request: {cap}. Look at what it did so far, then "
         "decide how to land it."
+    ),
+    "base_red_deadline": (
+        "The same job failed the same way on the base branch, and the base did not turn "
+        "green while landbot waited. Once the base is fixed, merge it in or put the pull "
+        "request back in the queue."
     ),
 }
 

@@ -28,7 +28,7 @@ edit notifies no one), so the author is mentioned once per cap, not once per dro
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -337,6 +337,15 @@ def decide(
         return _requeue_or_hand_back(
             drop, history, policy, "requeued_not_its_fault", "not_its_fault_again"
         )
+    if drop.reason == "failed_checks" and base_is_red(evidence, policy):
+        # The base fails the same way: no fixer (nothing of the PR's to fix) and no blind
+        # re-enqueue (it would fail again); it waits for the base to turn green.
+        return Decision(
+            "waiting_base",
+            (Status("waiting_base"),),
+            f"the same job fails the same way on the base branch ({', '.join(evidence.base_red)}):"
+            " waiting for the base to turn green",
+        )
     if drop.reason == "merge_conflict" and evidence.base_sha and not evidence.conflict_files:
         # Triage merged the base in and it went clean (the base moved on): just queue it.
         return _requeue_or_hand_back(
@@ -352,6 +361,72 @@ def decide(
     # With a fixer, a policy failure goes to it too: it may fix what is mechanical (a
     # dangling link to a deleted quest) and explains the rest.
     return _fix_or_hand_back(drop, evidence, history, policy)
+
+
+# --- a red base branch (issue 27.1) -------------------------------------------------------
+
+
+def needs_base_check(drop: Drop, evidence: Evidence, policy: Policy) -> bool:
+    """Whether the base branch's newest run is worth reading (its calls): a failed-checks
+    drop that triage would blame on the pull request (the fixer or a hand-back), with error
+    lines to compare. A drop re-enqueued anyway (not its fault) costs nothing more."""
+    return (
+        drop.reason == "failed_checks"
+        and _action_for(drop, policy) == "fix"
+        and evidence.triage_class is not None
+        and evidence.triage_class not in policy.requeue_classes
+        and any(j.error_lines for j in evidence.jobs if j.class_ not in policy.requeue_classes)
+    )
+
+
+def base_is_red(evidence: Evidence, policy: Policy) -> bool:
+    """Every job that would be blamed on the pull request fails the same way on the base
+    (a failure the base does not share is the PR's own: it goes its usual way)."""
+    blamed = {j.job for j in evidence.jobs if j.class_ not in policy.requeue_classes}
+    return bool(blamed) and blamed <= set(evidence.base_red)
+
+
+BaseVerdict = Literal["wait", "green", "deadline"]
+
+
+def base_verdict(
+    evidence: Evidence,
+    states: Mapping[str, str] | None,
+    waited: dt.timedelta,
+    policy: Policy,
+) -> BaseVerdict:
+    """A waiting drop looked at again, from the base's newest run of each job that was red
+    (`states`: job to `passed`, `failed_same`, `failed_other`, `pending` or `absent`; None
+    when GitHub did not answer). Green only when every one of them passed; past the wait
+    the drop is handed back; anything else keeps it waiting."""
+    red = evidence.base_red
+    if states is not None and red and all(states.get(job) == "passed" for job in red):
+        return "green"
+    if waited >= policy.base_wait:
+        return "deadline"
+    return "wait"
+
+
+def after_base(
+    drop: Drop, pr: PrSnapshot, history: History, policy: Policy, verdict: BaseVerdict
+) -> Decision | None:
+    """What a waiting drop becomes once `base_verdict` says it no longer waits (None: it
+    still does). The pull request re-read first: a drop that no longer holds is left."""
+    if verdict == "wait":
+        return None
+    stale = confirm(drop, pr, policy)
+    if stale is not None:
+        return stale
+    if verdict == "deadline":
+        hours = policy.base_wait.total_seconds() / 3600
+        return Decision(
+            "handed_back",
+            (Status("handed_back"), HandBack("base_red_deadline")),
+            f"the base branch stayed red for {hours:g} hours: a person must look",
+        )
+    return _requeue_or_hand_back(
+        drop, history, policy, "requeued_base_green", "not_its_fault_again"
+    )
 
 
 def _requeue_or_hand_back(

@@ -49,6 +49,8 @@ class Policy:
     requeue_classes: frozenset[str] = NOT_ITS_FAULT
     # Shown on the PR while the fixer works on it ("" for none).
     fixing_label: str = ""
+    # How long a drop waits for a red base branch to turn green (issue 27.1).
+    base_wait: dt.timedelta = dt.timedelta(hours=6)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, fixer_enabled: bool = False) -> Policy:
@@ -67,6 +69,7 @@ class Policy:
             cap_window=dt.timedelta(hours=p.cap_window_hours),
             requeue_classes=frozenset(p.requeue_classes),
             fixing_label=p.fixing_label,
+            base_wait=dt.timedelta(hours=settings.breaker.base_wait_hours),
         )
 
 
@@ -97,6 +100,10 @@ StatusTopic = Literal[
     "fixed",
     "handed_back",
     "unknown_reason",
+    "waiting_base",
+    "requeued_base_green",
+    "held",
+    "requeued_breaker_closed",
 ]
 HandBackTopic = Literal[
     "removed",
@@ -118,6 +125,7 @@ HandBackTopic = Literal[
     "git_tree_invalid",
     "invalid_merge_commit",
     "cap_reached",
+    "base_red_deadline",
 ]
 STATUS_TOPICS: frozenset[StatusTopic] = frozenset(get_args(StatusTopic))
 HANDBACK_TOPICS: frozenset[HandBackTopic] = frozenset(get_args(HandBackTopic))

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from landbot.intake.poll import LOOKBACK
+from landbot.pipeline.process import Lander
 from landbot.pipeline.worker import Worker
 from landbot.store import Store, StoredJob, utcnow
 
@@ -82,6 +83,20 @@ def finish_own_work(
             run.left = open_jobs
             return run
         sleep(delay)
+
+
+def hold_sweeps(store: Store, lander: Lander, repos: Iterable[str]) -> int:
+    """Each repository's waiting drops looked at again (released when their cause is gone);
+    how many still wait. Nothing to look at costs no call."""
+    from landbot.core.model import WAITING
+
+    left = 0
+    for repo in repos:
+        breaker = store.breaker(repo)
+        if store.waiting_drops(repo, sorted(WAITING)) or (breaker is not None and breaker.open):
+            lander.hold_sweep(repo)
+            left += len(store.waiting_drops(repo, sorted(WAITING)))
+    return left
 
 
 def _expired(job: StoredJob, now: dt.datetime) -> bool:

@@ -8,26 +8,33 @@ the order.
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from landbot import logs
 from landbot.config import Settings
-from landbot.core.model import Drop, Evidence, FixerResult, History, PrSnapshot
+from landbot.core.model import WAITING, Drop, Evidence, FixerResult, History, PrSnapshot
 from landbot.github.ops import GitHubOps, LandOps
+from landbot.land import breaker as br
 from landbot.land import decide as d
 from landbot.land.act import Actor, Progress
+from landbot.land.breaker_issue import BreakerIssues
 from landbot.land.checks import CheckWriter
 from landbot.land.model import Decision, Policy
 from landbot.land.plan import evidence_from, plan_from, plan_json
 from landbot.notify import enabled as notify_enabled
 from landbot.notify import notify
-from landbot.store import Store
+from landbot.store import Store, utcnow
+from landbot.triage.base_red import BaseReader, base_state, job_signature
 from landbot.triage.gather import Gatherer
 
 log = logging.getLogger("landbot.pipeline")
 Gather = Callable[[GitHubOps, Store, Drop], Evidence]
+# The repository's job that looks at its waiting drops again (a red base, the breaker).
+HOLD_JOB = "hold"
 
 
 class Lander:
@@ -69,6 +76,12 @@ class Lander:
         )
         # The `landbot` check run on the drop's head and the fixing label (land/checks.py).
         self.checks = CheckWriter(store, gh, policy_for=self.policy_for, failpoint=self.failpoint)
+        # The breaker's one issue per repository (land/breaker_issue.py).
+        self.issues = BreakerIssues(
+            store,
+            gh,
+            notify=(lambda text: notify(settings, text)) if notify_enabled(settings) else None,
+        )
 
     def settings_for(self, repo: str) -> Settings:
         """The settings in effect for `repo` (the host's narrowed by the repository's file)."""
@@ -117,10 +130,16 @@ class Lander:
             # After the fixer, the evidence is the one the fixer worked from.
             known = evidence_from(plan) if plan is not None else None
             decision, evidence, pr = self._decide(drop, fixer, known)
+            decision = self.breaker_gate(drop_id, drop, decision, evidence)
             corrected = {"head_sha": decision.removed_head} if decision.removed_head else {}
+            saved = plan_json(decision, evidence, fixer)
+            if decision.outcome in WAITING:
+                # Since when, and on which base: what the hold job looks at again.
+                saved["since"] = utcnow().isoformat()
+                saved["base_ref"] = drop.base_ref or (pr.base_ref if pr else None) or "main"
             self.store.update_drop(
                 drop_id,
-                plan=plan_json(decision, evidence, fixer),
+                plan=saved,
                 class_=evidence.triage_class,
                 summary=decision.why,
                 evidence={"merge_group_source": evidence.merge_group_source},
@@ -153,6 +172,15 @@ class Lander:
         """Record the outcome a decision chose; a settled one completes the drop's check
         run (what it shows comes from `pr`, `evidence` and `fixer` when known)."""
         self.store.update_drop(drop_id, outcome=decision.outcome, summary=decision.why)
+        breaker = self.store.breaker(drop.repo)
+        if decision.outcome in WAITING or (breaker is not None and breaker.open):
+            # Held in the store, not in a worker: the repository's hold job looks again
+            # (sooner when a webhook says the base changed or a run passed).
+            recheck = dt.timedelta(minutes=self.settings.breaker.recheck_minutes)
+            self.store.ensure_repo_job(HOLD_JOB, drop.repo, utcnow() + recheck)
+        if breaker is not None and breaker.open:
+            # The breaker's issue says so once, and is edited as drops are held.
+            self.issues.write(drop.repo)
         self.checks.finish(drop_id, drop, decision, pr=pr, evidence=evidence, fixer=fixer)
         self.progress(f"{drop.repo}#{drop.pr}: {decision.outcome} ({decision.why})")
         logs.event(
@@ -214,7 +242,106 @@ class Lander:
         if known is None and d.needs_evidence(drop, pr, policy, history):
             self.progress(f"gathering evidence for {drop.repo}#{drop.pr} ({drop.reason})")
             evidence = self.gather_for(drop.repo)(self.gh, self.store, drop)
+            if d.needs_base_check(drop, evidence, policy):
+                evidence = self.base_red(drop, pr, evidence)
         return d.decide(drop, pr, evidence, history, policy, fixer), evidence, pr
+
+    # --- a red base branch (issue 27.1) ----------------------------------------------------
+
+    def base_reader(self) -> BaseReader:
+        gatherer = self.gather if isinstance(self.gather, Gatherer) else None
+        if gatherer is None:
+            return BaseReader()
+        return BaseReader(rules=gatherer.rules, max_log_bytes=gatherer.max_log_bytes)
+
+    def base_red(self, drop: Drop, pr: PrSnapshot, evidence: Evidence) -> Evidence:
+        """The evidence with the failed jobs that fail the same way on the base's newest
+        run (one call for its checks, and the log of each job failed there too)."""
+        base_ref = drop.base_ref or pr.base_ref
+        found = self.base_reader().red(self.gh, drop.repo, base_ref, evidence)
+        if not found.red:
+            return evidence
+        return dataclasses.replace(
+            evidence, base_red=found.red, base_red_sha=found.sha, base_red_url=found.url
+        )
+
+    def hold_sweep(self, repo: str) -> dt.datetime | None:
+        """The repository's hold job: its drops waiting for the base, then its breaker.
+        Returns when to look again (None: nothing waits and the breaker is closed)."""
+        base = self._base_sweep(repo)
+        breaker = self.breaker_sweep(repo)
+        again = [t for t in (base, breaker) if t is not None]
+        return min(again) if again else None
+
+    def _base_sweep(self, repo: str) -> dt.datetime | None:
+        """Look at the repository's waiting drops again, oldest first (the order they go back
+        in the queue): each whose base turned green is re-enqueued, each past the wait is
+        handed back. Returns when to look again (None: nothing waits any more). One call
+        for the base's checks per base branch, then the calls of each drop released."""
+        policy = self.policy_for(repo)
+        now = utcnow()
+        states: dict[str, dict[str, str] | None] = {}
+        later = False
+        for row in self.store.waiting_drops(repo, ("waiting_base",)):
+            plan = row.plan or {}
+            if plan.get("stage") == "release":
+                self._finish_release(row.id, row.drop, plan)  # a worker died releasing it
+                continue
+            evidence = evidence_from(plan) if plan else Evidence()
+            ref = str(plan.get("base_ref") or row.drop.base_ref or "main")
+            if ref not in states:
+                checks = self.base_reader().checks(self.gh, repo, ref)
+                states[ref] = (
+                    None if checks is None else {n: base_state(c) for n, c in checks.items()}
+                )
+            since = _when(plan.get("since")) or row.drop.observed_at or now
+            verdict = d.base_verdict(evidence, states[ref], now - since, policy)
+            if verdict == "wait":
+                later = True
+                continue
+            self._release(row.id, row.drop, evidence, verdict, policy)
+        if not later:
+            return None
+        return now + dt.timedelta(minutes=self.settings.breaker.recheck_minutes)
+
+    def _release(
+        self, drop_id: int, drop: Drop, evidence: Evidence, verdict: d.BaseVerdict, policy: Policy
+    ) -> Decision:
+        pr = self.reread(drop)
+        history = self.history(drop, pr.head_sha)
+        decision = d.after_base(drop, pr, history, policy, verdict)
+        assert decision is not None  # only a drop that no longer waits is released
+        state = self.breaker_state(drop.repo)
+        if state.cause != "red_base":
+            # The base is green, but the breaker is open for another cause: held instead.
+            held = br.gate(decision, state)
+            if held is not decision:
+                self.store.update_drop(
+                    drop_id, plan=plan_json(held, evidence, None), summary=held.why
+                )
+                for index, action in enumerate(held.actions):
+                    self.actor.act(drop, pr, evidence, None, index, action, stage="held")
+                return self.settle(drop_id, drop, held, pr=pr, evidence=evidence)
+        plan = {**plan_json(decision, evidence, None), "stage": "release"}
+        self.store.update_drop(drop_id, plan=plan, summary=decision.why)
+        _decided(decision, evidence, None, resumed=False)
+        return self._act_release(drop_id, drop, decision, evidence, pr)
+
+    def _finish_release(self, drop_id: int, drop: Drop, plan: dict[str, Any]) -> Decision:
+        decision, evidence, _ = plan_from(plan)
+        pr = self.reread(drop)
+        gone = d.taken_away(pr, self.policy_for(drop.repo))
+        if gone is not None:
+            return self.settle(drop_id, drop, gone, pr=pr)
+        return self._act_release(drop_id, drop, decision, evidence, pr)
+
+    def _act_release(
+        self, drop_id: int, drop: Drop, decision: Decision, evidence: Evidence, pr: PrSnapshot
+    ) -> Decision:
+        self.failpoint("after_release_decide")
+        for index, action in enumerate(decision.actions):
+            self.actor.act(drop, pr, evidence, None, index, action, stage="release")
+        return self.settle(drop_id, drop, decision, pr=pr, evidence=evidence)
 
     def history(self, drop: Drop, seen_head: str | None = None) -> History:
         """The drop's head budget and the PR's caps now. `seen_head` is the head as just
@@ -223,6 +350,158 @@ class Lander:
             self.store.note_head(drop.repo, drop.pr, seen_head)
         window = self.policy_for(drop.repo).cap_window
         return self.store.budget(drop.repo, drop.pr, drop.head_sha, window=window)
+
+    # --- the breaker (issue 27.2) -----------------------------------------------------------
+
+    def breaker_policy(self, repo: str) -> br.BreakerPolicy:
+        b = self.settings_for(repo).breaker
+        return br.BreakerPolicy(
+            enabled=b.enabled,
+            window=dt.timedelta(minutes=b.window_minutes),
+            threshold=b.threshold,
+            same_failure_prs=b.same_failure_prs,
+        )
+
+    def breaker_state(self, repo: str) -> br.BreakerState:
+        row = self.store.breaker(repo)
+        if row is None:
+            return br.BreakerState()
+        return br.BreakerState(row.open, row.cause, row.opened_at, row.last_pass_at, row.closed_at)
+
+    def signals(self, repo: str, now: dt.datetime, window: dt.timedelta) -> list[br.Signal]:
+        """The repository's drops within the window, as the breaker counts them (the
+        store's: no GitHub call)."""
+        policy = self.policy_for(repo)
+        out: list[br.Signal] = []
+        for row in self.store.drops(repo, since=now - window, limit=None):
+            if row.plan is None:
+                continue
+            evidence = evidence_from(row.plan)
+            outcome = str(row.plan.get("outcome", row.outcome))
+            sig = br.signal_of(
+                row.id, row.drop, outcome, evidence, row.observed_at, _signature(evidence, policy)
+            )
+            if sig is not None:
+                out.append(sig)
+        return out
+
+    def breaker_gate(
+        self, drop_id: int, drop: Drop, decision: Decision, evidence: Evidence
+    ) -> Decision:
+        """The decision as the repository's breaker lets it through: this drop may be what
+        opens it (the store's drops within the window: no call). Opening queues the hold
+        job at once (it writes the issue)."""
+        bp = self.breaker_policy(drop.repo)
+        if not bp.enabled:
+            return decision
+        state = self.breaker_state(drop.repo)
+        if not state.open:
+            now = utcnow()
+            policy = self.policy_for(drop.repo)
+            mine = br.signal_of(
+                drop_id, drop, decision.outcome, evidence, now, _signature(evidence, policy)
+            )
+            signals = [s for s in self.signals(drop.repo, now, bp.window) if s.drop_id != drop_id]
+            opening = br.should_open(
+                [*signals, *([mine] if mine else [])], now, bp, closed_at=state.closed_at
+            )
+            if opening is not None:
+                if self.store.open_breaker(
+                    drop.repo,
+                    cause=opening.cause,
+                    detail=opening.detail,
+                    links=opening.links,
+                    at=now,
+                ):
+                    logs.event(
+                        log,
+                        "breaker opened",
+                        logging.WARNING,
+                        cause=opening.cause,
+                        detail=opening.detail,
+                    )
+                state = self.breaker_state(drop.repo)
+        return br.gate(decision, state)
+
+    def breaker_sweep(self, repo: str) -> dt.datetime | None:
+        """An open breaker looked at again: closed when its cause is gone (the held drops
+        then go back in the queue in their order), its issue written either way. Returns
+        when to look again (None: closed, and its issue too)."""
+        row = self.store.breaker(repo)
+        if row is None:
+            return None
+        now = utcnow()
+        recheck = now + dt.timedelta(minutes=self.settings.breaker.recheck_minutes)
+        if row.open:
+            bp = self.breaker_policy(repo)
+            waiting = len(self.store.waiting_drops(repo, ("waiting_base",)))
+            signals = self.signals(repo, now, bp.window)
+            last = max((s.at for s in signals if s.kind is not None), default=None)
+            state = self.breaker_state(repo)
+            if not br.should_close(state, now, bp, waiting_base=waiting, last_signal_at=last):
+                self.issues.write(repo)
+                return recheck
+            self.close_breaker(repo, by="landbot")
+            return None
+        if row.issue_state == "open" or self.store.waiting_drops(repo, ("held",)):
+            self.release_held(repo)  # closed by a person, or a worker died releasing
+            self.issues.write(repo)
+        return None
+
+    def close_breaker(self, repo: str, *, by: str) -> bool:
+        """Close the repository's breaker (its cause is gone, or a maintainer said so), put
+        its held drops back in the queue in their order, and close its issue."""
+        closed = self.store.close_breaker(repo, by=by, at=utcnow())
+        if closed:
+            logs.event(log, "breaker closed", logging.WARNING, repo=repo, by=by)
+        self.release_held(repo)
+        self.issues.write(repo)
+        return closed
+
+    def release_held(self, repo: str) -> int:
+        """The held drops, in the order they were dropped: each decided again now the
+        breaker is closed (re-enqueued within the per-PR caps). Returns how many."""
+        if self.breaker_state(repo).open:
+            return 0
+        rows = {r.id: r for r in self.store.waiting_drops(repo, ("held",))}
+        order = br.release_order([(r.id, r.observed_at) for r in rows.values()])
+        policy = self.policy_for(repo)
+        for drop_id in order:
+            row = rows[drop_id]
+            plan = row.plan or {}
+            if plan.get("stage") == "release":
+                self._finish_release(row.id, row.drop, plan)
+                continue
+            evidence = evidence_from(plan) if plan else Evidence()
+            pr = self.reread(row.drop)
+            history = self.history(row.drop, pr.head_sha)
+            decision = br.after_breaker(row.drop, pr, evidence, history, policy)
+            self.store.update_drop(
+                drop_id,
+                plan={**plan_json(decision, evidence, None), "stage": "release"},
+                summary=decision.why,
+            )
+            _decided(decision, evidence, None, resumed=False)
+            self._act_release(drop_id, row.drop, decision, evidence, pr)
+        return len(order)
+
+
+def _signature(evidence: Evidence, policy: Policy) -> str:
+    """A failure's signature for the breaker's same-failure count: the blamed jobs and
+    their normalised error lines ("" when none is known)."""
+    parts = [
+        f"{j.job}\n" + "\n".join(job_signature(j))
+        for j in evidence.jobs
+        if j.class_ not in policy.requeue_classes and j.error_lines
+    ]
+    return "\n--\n".join(sorted(parts))
+
+
+def _when(text: Any) -> dt.datetime | None:
+    if not isinstance(text, str):
+        return None
+    when = dt.datetime.fromisoformat(text)
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
 
 
 def _decided(

@@ -300,6 +300,19 @@ class Worker:
                 # A push or a close cancelled the PR's queued work: its check runs end too.
                 seen = self.lander.settle_checks(str(payload["repo"]), int(payload["pr"]))
                 result = {"drops": seen}
+            elif lease.kind == "hold":
+                # A repository's waiting drops (a red base): released in their order when the
+                # base is green, or looked at again later (the job waits in the store).
+                repo = str(payload["repo"])
+                again = self.lander.hold_sweep(repo)
+                if again is not None:
+                    self.store.defer_job(lease.id, self.name, again, "waiting for the base")
+                    return "waiting"
+                result = {"repo": repo}
+            elif lease.kind == "breaker_close":
+                from landbot.pipeline.breaker_command import run_breaker_close
+
+                result = {"note": run_breaker_close(self.lander, self.store, payload)}
             elif lease.kind == "repo_file":
                 # A push touched the repository's settings file (intake marked it stale):
                 # asking for its settings reads it again, and reports it when invalid.

@@ -1523,7 +1523,10 @@ class FakeGitHub:
 
     @_locked
     def add_comment(self, repo: Repository, number: int, body: str, *, author: str) -> IssueComment:
-        """A comment on PR `number` by `author` (emits `issue_comment` `created`)."""
+        """A comment on PR `number` by `author` (emits `issue_comment` `created`); on an
+        issue's number, a comment on that issue."""
+        if number in repo.issues and number not in repo.pulls:
+            return self._issue_comment(repo, number, body, author=author)
         pr = self.pull(repo, number)
         cid = self.ids.next("comment")
         now = self.clock.now()
@@ -1542,6 +1545,34 @@ class FakeGitHub:
         self.nodes[comment.node_id] = comment
         pr.updated_at = now
         self._emit("issue_comment", payloads.issue_comment_event(self, pr, comment))
+        return comment
+
+    def _issue_comment(
+        self, repo: Repository, number: int, body: str, *, author: str
+    ) -> IssueComment:
+        issue = repo.issues[number]
+        cid = self.ids.next("comment")
+        now = self.clock.now()
+        comment = IssueComment(
+            id=cid,
+            node_id=node_id("comment", cid),
+            repo=repo.full_name,
+            issue_number=number,
+            author=author,
+            body=body,
+            created_at=now,
+            updated_at=now,
+        )
+        self.user(author)
+        self.comments[cid] = comment
+        self.nodes[comment.node_id] = comment
+        payload = {
+            "action": "created",
+            "issue": payloads.plain_issue_json(self, repo, issue),
+            "comment": payloads.comment_json(self, repo, comment),
+        }
+        payload.update(payloads._envelope(self, repo, author))
+        self._emit("issue_comment", payload)
         return comment
 
     @_locked

@@ -798,7 +798,7 @@ def list_issues(call: Call) -> Response:
 def list_comments(call: Call) -> Response:
     repo = call.repo()
     number = call.int_param("issue_number")
-    if number not in repo.pulls:
+    if number not in repo.pulls and number not in repo.issues:  # a PR's, or an issue's
         raise NotFound("Not Found")
     comments = call.gh.comments_on(repo, number)
     page, headers = paginate(call, comments)
@@ -818,7 +818,7 @@ def _body_text(call: Call) -> str:
 def create_comment(call: Call) -> Response:
     repo = call.repo()
     number = call.int_param("issue_number")
-    if number not in repo.pulls:
+    if number not in repo.pulls and number not in repo.issues:  # a PR's, or an issue's
         raise NotFound("Not Found")
     comment = call.gh.add_comment(repo, number, _body_text(call), author=call.login)
     return JSONResponse(payloads.comment_json(call.gh, repo, comment), status_code=201)

@@ -331,3 +331,23 @@ class StoredBaselineRun:
     run_sha: str | None
     job_id: int | None
     found_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class StoredBreaker:
+    """A repository's breaker (issue 27.2), as the store keeps it."""
+
+    repo: str
+    open: bool
+    cause: str | None
+    detail: str | None
+    links: list[str] | None
+    opened_at: dt.datetime | None
+    closed_at: dt.datetime | None
+    closed_by: str | None
+    last_pass_at: dt.datetime | None
+    issue_number: int | None
+    issue_url: str | None
+    issue_state: str | None
+    issue_body_sha: str | None
+    updated_at: dt.datetime

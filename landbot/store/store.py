@@ -28,6 +28,7 @@ from landbot.store.records import (
     StoredAction,
     StoredBaseline,
     StoredBaselineRun,
+    StoredBreaker,
     StoredDelivery,
     StoredDispatch,
     StoredDrop,
@@ -41,6 +42,7 @@ from landbot.store.tables import (
     actions,
     baseline_runs,
     baselines,
+    breakers,
     budgets,
     comment_posts,
     comments,
@@ -1648,6 +1650,151 @@ class Store:
         """Give a job back to wait until `not_before` without counting an attempt (a fix
         job waiting for its run on Actions: waiting is not failing)."""
         return self._give_back(job_id, owner, not_before, note, count_attempt=False)
+
+    # --- a repository's hold job (issue 27: a red base, the breaker) -------------------
+
+    def ensure_repo_job(self, kind: str, repo: str, not_before: dt.datetime | None) -> int:
+        """The one open job of `kind` for `repo` (queued or leased), made when there is
+        none; an earlier `not_before` than the open job's brings it forward."""
+        key = f"{kind}:{repo.lower()}"
+        now = utcnow()
+        with self.tx() as conn:
+            row = conn.execute(
+                sa.select(jobs.c.id, jobs.c.status, jobs.c.not_before).where(
+                    jobs.c.dedupe_key == key
+                )
+            ).first()
+            if row is not None and row.status in ("queued", "leased"):
+                if row.status == "queued" and (
+                    not_before is None
+                    or (row.not_before is not None and _aware(row.not_before) > not_before)
+                ):
+                    conn.execute(
+                        jobs.update()
+                        .where(jobs.c.id == row.id)
+                        .values(not_before=not_before, updated_at=now)
+                    )
+                return int(row.id)
+            if row is not None:
+                # A finished one keeps its row (retention prunes it): its key steps aside.
+                conn.execute(
+                    jobs.update()
+                    .where(jobs.c.id == row.id)
+                    .values(dedupe_key=f"{key}:{row.id}", updated_at=now)
+                )
+            res = conn.execute(
+                jobs.insert().values(
+                    kind=kind,
+                    payload={"repo": repo},
+                    dedupe_key=key,
+                    not_before=not_before,
+                    status="queued",
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            pk = res.inserted_primary_key
+            assert pk is not None
+            return int(pk[0])
+
+    def wake_repo_job(self, kind: str, repo: str) -> bool:
+        """Make the repository's queued job of `kind` runnable now (a webhook said the base
+        changed); False when there is none waiting."""
+        with self.tx() as conn:
+            res = conn.execute(
+                jobs.update()
+                .where(jobs.c.dedupe_key == f"{kind}:{repo.lower()}", jobs.c.status == "queued")
+                .values(not_before=None, updated_at=utcnow())
+            )
+            return res.rowcount == 1
+
+    def waiting_drops(self, repo: str, outcomes: Sequence[str]) -> list[StoredDrop]:
+        """The repository's drops with one of `outcomes`, oldest first (the order they go
+        back in the queue)."""
+        q = (
+            sa.select(drops)
+            .where(sa.func.lower(drops.c.repo) == repo.lower(), drops.c.outcome.in_(outcomes))
+            .order_by(drops.c.observed_at.asc(), drops.c.id.asc())
+        )
+        with self.engine.connect() as conn:
+            return [StoredDrop(**_fields(row)) for row in conn.execute(q)]
+
+    # --- a breaker per repository (issue 27.2) ----------------------------------------
+
+    def breaker(self, repo: str) -> StoredBreaker | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(breakers).where(breakers.c.repo == repo.lower())).first()
+        return StoredBreaker(**_fields(row)) if row is not None else None
+
+    def breakers(self) -> list[StoredBreaker]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(breakers).order_by(breakers.c.repo)).all()
+        return [StoredBreaker(**_fields(r)) for r in rows]
+
+    def open_breaker(
+        self, repo: str, *, cause: str, detail: str, links: Sequence[str], at: dt.datetime
+    ) -> bool:
+        """Open the repository's breaker; False when it was open already (one opening,
+        whichever worker sees the cause first)."""
+        key = repo.lower()
+        with self.tx() as conn:
+            row = conn.execute(
+                sa.select(breakers.c.open).where(breakers.c.repo == key).with_for_update()
+            ).first()
+            values = {
+                "open": True,
+                "cause": cause,
+                "detail": detail,
+                "links": list(links),
+                "opened_at": at,
+                "closed_at": None,
+                "closed_by": None,
+                "updated_at": utcnow(),
+            }
+            if row is None:
+                conn.execute(breakers.insert().values(repo=key, **values))
+                return True
+            if row.open:
+                return False
+            conn.execute(breakers.update().where(breakers.c.repo == key).values(**values))
+            return True
+
+    def close_breaker(self, repo: str, *, by: str, at: dt.datetime) -> bool:
+        """Close it; False when it was not open."""
+        with self.tx() as conn:
+            res = conn.execute(
+                breakers.update()
+                .where(breakers.c.repo == repo.lower(), breakers.c.open.is_(True))
+                .values(open=False, closed_at=at, closed_by=by, updated_at=utcnow())
+            )
+            return res.rowcount == 1
+
+    def note_pass(self, repo: str, at: dt.datetime) -> bool:
+        """A run passed in the repository (what closes a breaker the runners opened); only
+        an open breaker keeps it. False when none is open."""
+        with self.tx() as conn:
+            res = conn.execute(
+                breakers.update()
+                .where(breakers.c.repo == repo.lower(), breakers.c.open.is_(True))
+                .values(last_pass_at=at, updated_at=utcnow())
+            )
+            return res.rowcount == 1
+
+    def set_breaker_issue(
+        self, repo: str, *, number: int | None, url: str | None, state: str, body_sha: str
+    ) -> None:
+        with self.tx() as conn:
+            conn.execute(
+                breakers.update()
+                .where(breakers.c.repo == repo.lower())
+                .values(
+                    issue_number=number,
+                    issue_url=url,
+                    issue_state=state,
+                    issue_body_sha=body_sha,
+                    updated_at=utcnow(),
+                )
+            )
 
     # --- leasing ---------------------------------------------------------------------
 

@@ -358,7 +358,31 @@ baseline_runs = sa.Table(
 )
 
 
-# Revision 0012: one issue per flaky test (land/flaky_issues.py): its number (None until
+# Revision 0012: a breaker per repository (issue 27.2). One row per repository whose breaker
+# has ever opened: open or closed now, why it opened (the cause's kind and a line naming it,
+# with its links), when, the issue that says so, and the last run seen passing (what closes
+# a breaker opened by failures of the runners, not of the code).
+breakers = sa.Table(
+    "breakers",
+    metadata,
+    sa.Column("repo", Str(200), primary_key=True),
+    sa.Column("open", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("cause", Str(30)),  # red_base | infrastructure | same_failure | server_error
+    sa.Column("detail", sa.Text),
+    sa.Column("links", sa.JSON),
+    sa.Column("opened_at", TS),
+    sa.Column("closed_at", TS),
+    sa.Column("closed_by", sa.Text),  # "landbot" (the cause is gone), or who closed it
+    sa.Column("last_pass_at", TS),
+    sa.Column("issue_number", sa.Integer),
+    sa.Column("issue_url", sa.Text),
+    sa.Column("issue_state", Str(10)),  # the state landbot last gave it: open | closed
+    sa.Column("issue_body_sha", Str(64)),  # its body as landbot last wrote it (no needless edit)
+    sa.Column("updated_at", TS, nullable=False),
+)
+
+
+# Revision 0011: one issue per flaky test (land/flaky_issues.py): its number (None until
 # made), the state landbot left it in (open | closed), the owners CODEOWNERS named when it
 # was opened (space-separated; mentioned then only), and what it last showed, so it is
 # edited only when the ledger has more. `repo` as the ledger spells it.

@@ -23,7 +23,17 @@ from landbot.store.tables import drops, jobs, merge_groups, test_failures
 # What the dashboard says a pull request is at: the newest drop's outcome, except that a
 # PR that merged is `merged` whatever its drops said (it is no longer dropped), and a
 # pending drop is `handling`.
-State = Literal["handling", "requeued", "fixed", "handed_back", "merged", "ignored", "failed"]
+State = Literal[
+    "handling",
+    "requeued",
+    "fixed",
+    "handed_back",
+    "merged",
+    "ignored",
+    "failed",
+    "waiting_base",
+    "held",
+]
 STATES: Final[tuple[State, ...]] = get_args(State)
 
 # The `why` landbot's decision records when the PR merged before it acted
@@ -40,6 +50,8 @@ _OUTCOME_STATE: Final[Mapping[Outcome, State]] = {
     "handed_back": "handed_back",
     "ignored": "ignored",
     "failed": "failed",
+    "waiting_base": "waiting_base",
+    "held": "held",
 }
 
 

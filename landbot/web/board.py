@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 
 from landbot.config import Settings
-from landbot.store import LedgerTest, Store, StoreCounts, utcnow
+from landbot.store import LedgerTest, Store, StoreCounts, StoredBreaker, utcnow
 from landbot.store.views import (
     STATES,
     OpenJob,
@@ -235,6 +235,8 @@ class Board:
     counts: StoreCounts
     truncated: bool  # PR_ROWS pull requests were read: older ones are not shown
     now: dt.datetime = field(default_factory=utcnow)
+    # The repositories whose breaker is open (issue 27.2): the page's banner.
+    breakers: tuple[StoredBreaker, ...] = ()
 
 
 def week_counts(rows: Sequence[PullRow], now: dt.datetime) -> dict[State, int]:
@@ -285,12 +287,14 @@ def read_board(
         counts=store.counts(),
         truncated=len(rows) >= PR_ROWS,
         now=now,
+        breakers=tuple(b for b in store.breakers() if b.open),
     )
 
 
 # --- HTML -----------------------------------------------------------------------------
 
 _STYLE = """
+.breaker { border: 2px solid #b00; background: #fee; padding: 0 0.6em; }
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em; color: #1f2328; }
 h1 { margin: 0 0 .2em; } h2 { margin: 1.6em 0 .3em; } h3 { margin: 1em 0 .3em; font-size: 1em; }
 table { border-collapse: collapse; width: 100%; margin-bottom: .5em; }
@@ -516,6 +520,25 @@ def _queue(counts: StoreCounts) -> str:
     return '<p class="queue">' + "".join(f"<span>{_e(p)}</span>" for p in parts) + "</p>"
 
 
+def _breakers(rows: Sequence[StoredBreaker], base: str) -> str:
+    """The banner: one line per repository whose breaker is open, with its issue."""
+    lines = []
+    for b in rows:
+        issue = (
+            f' (<a href="{_e(_repo_url(base, b.repo))}/issues/{int(b.issue_number)}">'
+            f"#{int(b.issue_number)}</a>)"
+            if b.issue_number is not None
+            else ""
+        )
+        since = when(b.opened_at) if b.opened_at is not None else "?"
+        lines.append(
+            f"<p><strong>Breaker open for {_e(b.repo)}</strong> since {_e(since)}: "
+            f"{_e(b.detail or b.cause or '')}{issue}. Re-enqueues and fixer runs are held; "
+            f"close it with <code>landbot breaker close {_e(b.repo)}</code>.</p>"
+        )
+    return f'<div class="breaker">{"".join(lines)}</div>' if lines else ""
+
+
 def render(board: Board, filters: Filters, *, api_url: str) -> str:
     """The whole page, from what `read_board` read (pure)."""
     base = web_url(api_url)
@@ -541,6 +564,7 @@ def render(board: Board, filters: Filters, *, api_url: str) -> str:
 <h1>landbot</h1>
 <p>Pull requests dropped from the merge queue, as of {_e(when(board.now))}; newest change
 first. Times are UTC.</p>
+{_breakers(board.breakers, base)}
 {_queue(board.counts)}
 {_nav(board, filters)}
 {more}

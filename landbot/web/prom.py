@@ -49,6 +49,7 @@ from prometheus_client.metrics_core import (
 from prometheus_client.utils import floatToGoString
 
 from landbot import __version__
+from landbot.core.model import WAITING
 from landbot.github import client as github_client
 from landbot.github.client import CallRecord
 from landbot.pipeline import worker as worker_module
@@ -67,6 +68,7 @@ MERGE_BUCKETS: Final = (300, 600, 1200, 1800, 3600, 7200, 14400, 28800, 86400, 1
 FIXER_BUCKETS: Final = (10, 30, 60, 120, 300, 600, 900, 1200, 1800, 2700, 3600, 7200)
 
 WAITING_DELIVERIES: Final = ("pending", "leased")
+WAITING_OUTCOMES: Final = WAITING
 NO_CLASS: Final = "none"  # the class label of a drop settled without triage
 # The flakiest tests of triage's window (as the dashboard shows them).
 FLAKY_WINDOW: Final = FlakyPolicy().window
@@ -226,6 +228,7 @@ class StoreFigures:
     jobs: Mapping[tuple[str, str, str], int] = field(default_factory=dict)  # repo, kind, status
     deliveries: Mapping[str, int] = field(default_factory=dict)  # status -> waiting now
     flaky: Sequence[LedgerTest] = ()
+    breakers: Mapping[str, bool] = field(default_factory=dict)  # repo -> its breaker is open
 
 
 def _aware(value: Any) -> dt.datetime:
@@ -275,6 +278,7 @@ def read_store(store: Store, *, now: dt.datetime | None = None) -> StoreFigures:
             .group_by(deliveries.c.status)
         ).all()
     flaky = store.flakiest_tests(since=now - FLAKY_WINDOW, limit=FLAKIEST)
+    breaker_rows = store.breakers()
 
     recorded: Tally[tuple[str, str]] = Tally()
     settled: Tally[tuple[str, str, str, str]] = Tally()
@@ -296,7 +300,8 @@ def read_store(store: Store, *, now: dt.datetime | None = None) -> StoreFigures:
     for d in drop_rows:
         recorded[(d.repo, d.reason)] += 1
         observed = _aware(d.observed_at)
-        if d.outcome == "pending":
+        if d.outcome == "pending" or d.outcome in WAITING_OUTCOMES:
+            # Waiting for the base or held by the breaker: still landbot's to carry on.
             pending[d.repo] += 1
         else:
             settled[(d.repo, d.reason, d.triage_class or NO_CLASS, d.outcome)] += 1
@@ -325,6 +330,7 @@ def read_store(store: Store, *, now: dt.datetime | None = None) -> StoreFigures:
         jobs=dict(open_jobs),
         deliveries={str(status): int(n) for status, n in delivery_rows},
         flaky=tuple(flaky),
+        breakers={b.repo: b.open for b in breaker_rows},
     )
 
 
@@ -413,7 +419,27 @@ def store_families(figures: StoreFigures | None) -> list[Metric]:
     for status in WAITING_DELIVERIES:
         waiting.add_metric([status], figures.deliveries.get(status, 0))
 
-    return [up, recorded, settled, pending, to_outcome, to_merge, queued, running, waiting]
+    breaker = GaugeMetricFamily(
+        "landbot_breaker_open",
+        "Whether the repository's breaker is open (1: drops held, no re-enqueue, no fixer "
+        "run) or closed (0), for each repository whose breaker has ever opened.",
+        labels=["repo"],
+    )
+    for repo, is_open in sorted(figures.breakers.items()):
+        breaker.add_metric([repo], 1.0 if is_open else 0.0)
+
+    return [
+        up,
+        recorded,
+        settled,
+        pending,
+        to_outcome,
+        to_merge,
+        queued,
+        running,
+        waiting,
+        breaker,
+    ]
 
 
 def flaky_family(tests: Sequence[LedgerTest]) -> GaugeMetricFamily:

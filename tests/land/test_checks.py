@@ -123,6 +123,8 @@ def test_the_conclusion_of_each_outcome() -> None:
         "handed_back": "action_required",
         "failed": "action_required",
         "ignored": "neutral",
+        "waiting_base": None,  # still landbot's: the check stays in progress
+        "held": None,
     }
     assert set(expected) == set(get_args(Outcome))  # every outcome has its answer
     assert {o: conclusion(o) for o in get_args(Outcome)} == expected

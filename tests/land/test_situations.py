@@ -26,6 +26,7 @@ from landbot.core.model import (
     JobFailure,
     PrSnapshot,
 )
+from landbot.land.breaker import BreakerState, after_breaker, gate
 from landbot.land.comments import (
     FIX_MARKER,
     HANDBACK_MARKER,
@@ -34,7 +35,7 @@ from landbot.land.comments import (
     render_handback,
     render_status,
 )
-from landbot.land.decide import decide
+from landbot.land.decide import BaseVerdict, after_base, decide
 from landbot.land.model import (
     HANDBACK_TOPICS,
     STATUS_TOPICS,
@@ -245,6 +246,10 @@ class Situation:
     policy: Policy = NO_FIXER
     fixer: FixerResult | None = None
     after: PrSnapshot | None = None  # the PR as re-read after the fixer (its head moved)
+    base: BaseVerdict | None = None  # a waiting drop looked at again (issue 27.1)
+    # The repository's breaker (issue 27.2): open while the drop is decided, or closed
+    # and its held drop released.
+    breaker: str | None = None
 
 
 def s(name: str, reason: str, evidence: Evidence, *expect: str, **kw: object) -> Situation:
@@ -252,6 +257,23 @@ def s(name: str, reason: str, evidence: Evidence, *expect: str, **kw: object) ->
 
 
 AFTER_PUSH = replace(PR, head_sha=PUSHED, auto_merge=True)
+OPEN = BreakerState(True, "infrastructure")
+# The runner lost: infrastructure, not the pull request's fault.
+RUNNER_LOST = replace(
+    NPM_RESET,
+    triage_class="infrastructure",
+    triage_reason="not the pull request's fault: the runner lost communication with the server",
+    jobs=(
+        replace(
+            NPM_RESET.jobs[0],
+            class_="infrastructure",
+            excerpt=((88, "The runner has received a shutdown signal."),),
+            summary="the runner lost communication with the server",
+        ),
+    ),
+)
+# The same job failing the same way on the base branch's newest run (issue 27.1).
+BASE_RED = replace(PYTEST, base_red=("test (3.12)",), base_red_sha=BASE, base_red_url=JOB_URL)
 
 SITUATIONS: tuple[Situation, ...] = (
     # failed checks
@@ -571,6 +593,70 @@ SITUATIONS: tuple[Situation, ...] = (
         "handback:invalid_merge_commit",
     ),
     s("unknown-reason", "unknown", Evidence(), "ignored", "status:unknown_reason"),
+    # the breaker (issue 27.2): held while open, released in its turn when it closes
+    s(
+        "breaker-held-requeue",
+        "failed_checks",
+        RUNNER_LOST,
+        "held",
+        "status:held",
+        breaker="open",
+    ),
+    s(
+        "breaker-held-fixer",
+        "failed_checks",
+        PYTEST,
+        "held",
+        "status:held",
+        policy=FIXER,
+        breaker="open",
+    ),
+    s(
+        "breaker-closed-requeued",
+        "failed_checks",
+        RUNNER_LOST,
+        "requeued",
+        "status:requeued_breaker_closed",
+        breaker="closed",
+        history=History(requeues=1),
+    ),
+    # a red base (issue 27.1): waiting, then green or past the wait
+    s("base-red-waiting", "failed_checks", BASE_RED, "waiting_base", "status:waiting_base"),
+    s(
+        "base-red-waiting-with-fixer",
+        "failed_checks",
+        BASE_RED,
+        "waiting_base",
+        "status:waiting_base",
+        policy=FIXER,
+    ),
+    s(
+        "base-green-requeued",
+        "failed_checks",
+        BASE_RED,
+        "requeued",
+        "status:requeued_base_green",
+        base="green",
+    ),
+    s(
+        "base-green-budget-spent",
+        "failed_checks",
+        BASE_RED,
+        "handed_back",
+        "status:handed_back",
+        "handback:not_its_fault_again",
+        base="green",
+        history=History(requeues=1),
+    ),
+    s(
+        "base-red-deadline",
+        "failed_checks",
+        BASE_RED,
+        "handed_back",
+        "status:handed_back",
+        "handback:base_red_deadline",
+        base="deadline",
+    ),
     s(
         "routed-to-hand-back",
         "unknown",
@@ -584,6 +670,14 @@ SITUATIONS: tuple[Situation, ...] = (
 
 
 def _decide(sit: Situation) -> Decision:
+    if sit.breaker == "open":
+        return gate(decide(sit.drop, sit.pr, sit.evidence, sit.history, sit.policy), OPEN)
+    if sit.breaker == "closed":
+        return after_breaker(sit.drop, sit.pr, sit.evidence, sit.history, sit.policy)
+    if sit.base is not None:
+        released = after_base(sit.drop, sit.pr, sit.history, sit.policy, sit.base)
+        assert released is not None
+        return released
     if sit.fixer is None:
         return decide(sit.drop, sit.pr, sit.evidence, sit.history, sit.policy)
     return decide(sit.drop, sit.after or sit.pr, sit.evidence, sit.history, sit.policy, sit.fixer)

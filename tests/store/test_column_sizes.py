@@ -56,7 +56,9 @@ BASE_REF = "b" * 1000
 GROUP_REF = f"refs/heads/gh-readonly-queue/{BASE_REF}/pr-{PR}-{SHA}"
 ACTION_KINDS = [cls.__name__ for cls in (Requeue, Status, HandBack, RunFixer, AnnounceFix)]
 LONGEST_ACTION_KEY = longest(
-    keys.action(2**31 - 1, 99, kind, after_fixer=True) for kind in ACTION_KINDS
+    keys.action(2**31 - 1, 99, kind, after_fixer=True, stage=stage)
+    for kind in ACTION_KINDS
+    for stage in ("", "release", "held")  # a waiting or held drop's later plans
 )
 
 # (table, column) -> the longest value any writer gives it. The writers, by column:
@@ -89,13 +91,14 @@ LONGEST: dict[tuple[str, str], str] = {
     ("drops", "class"): longest(get_args(TriageClass)),
     ("drops", "outcome"): longest(get_args(Outcome)),
     # intake/events.py (drop, command), land/act.py (fix)
-    ("jobs", "kind"): longest(["drop", "fix", "command", "repo_file"]),
+    ("jobs", "kind"): longest(["drop", "fix", "command", "repo_file", "hold", "breaker_close"]),
     ("jobs", "dedupe_key"): longest(
         [
             keys.drop_job(REPO, PR, SHA, 2**31 - 1),
             keys.fix_job(REPO, PR, SHA, 2**31 - 1),
             f"command:{DELIVERY}",
             f"repo_file:{DELIVERY}",
+            f"hold:{REPO}:{2**31 - 1}",  # store.ensure_repo_job: a finished one steps aside
         ]
     ),
     ("jobs", "status"): longest(["queued", "leased", "done", "failed", "cancelled"]),
@@ -188,6 +191,11 @@ LONGEST: dict[tuple[str, str], str] = {
     ("baseline_runs", "job_name"): FREE,
     ("baseline_runs", "base_sha"): SHA,
     ("baseline_runs", "run_sha"): SHA,
+    # pipeline/process.py breaker_gate (open_breaker), land/breaker_issue.py
+    ("breakers", "repo"): REPO,
+    ("breakers", "cause"): longest(["red_base", "infrastructure", "same_failure", "server_error"]),
+    ("breakers", "issue_state"): longest(["open", "closed"]),
+    ("breakers", "issue_body_sha"): "f" * 64,
     # pipeline/flaky_issues.py: one issue per flaky test (its id as the ledger keeps it)
     ("flaky_issues", "repo"): REPO,
     ("flaky_issues", "test"): "t" * TEST_ID_CHARS,
@@ -327,6 +335,14 @@ def test_the_longest_values_are_stored_and_read_back(store: Store) -> None:
         run_id=big, run_sha=SHA, job_id=big,
     )  # fmt: skip
     assert store.baseline_run(REPO, BASE_REF, FREE, FREE, SHA) is not None
+    now = dt.datetime.now(dt.UTC)
+    assert store.open_breaker(
+        REPO, cause=v[("breakers", "cause")], detail=FREE, links=[FREE], at=now
+    )
+    store.set_breaker_issue(
+        REPO, number=PR, url=FREE, state=v[("breakers", "issue_state")],
+        body_sha=v[("breakers", "issue_body_sha")],
+    )  # fmt: skip
     store.save_flaky_issue(
         REPO, v[("flaky_issues", "test")], number=2**31 - 1, state=v[("flaky_issues", "state")]
     )

@@ -1,4 +1,4 @@
-"""The flaky tests' issues in the store (revision 0012) on both backends: each test's ledger
+"""The flaky tests' issues in the store (revision 0011) on both backends: each test's ledger
 history across checks, the candidates by passed retries, and the issue's row."""
 
 from __future__ import annotations

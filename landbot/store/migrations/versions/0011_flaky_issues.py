@@ -6,14 +6,14 @@ left it open or closed, the owners CODEOWNERS named when it was opened (mentione
 and never again), and what the issue last showed (`failures_shown`, `passed_shown`,
 `last_failure_at`): an issue is edited only when the ledger has more than that.
 
-Revision ID: 0012
+Revision ID: 0011
 Revises: 0010
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0012"
+revision = "0011"
 down_revision = "0010"
 branch_labels = None
 depends_on = None

@@ -1,0 +1,143 @@
+"""The breaker (issue 27.2) on the simulated GitHub: a runner outage (every job failing with
+a runner error for ten minutes) opens it at the threshold and not before; no fixer runs
+and nothing is re-enqueued while it is open; drops are held in the store; when the next
+run passes it closes and the held drops go back in the queue in their order. A maintainer
+may close it by hand (`landbot breaker close`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from landbot.sim import CheckScenario
+
+from .conftest import World
+from .test_notify_handback import notifying
+from .test_notify_handback import receiver as receiver  # the fixture
+from .triage_support import fixture_log, handbacks, statuses
+
+RUNNER_DOWN = CheckScenario.failing("test", log=fixture_log("runner-shutdown.log"))
+
+
+def drop_one(world: World, n: int) -> object:
+    """A new PR queued and dropped by the outage, and landbot's work on it done."""
+    pr = world.open_pr(f"feat-{n}", {f"f{n}.py": f"x = {n}\n"})
+    world.gh.set_checks(world.repo, RUNNER_DOWN, pr=pr, event="merge_group")
+    world.gh.enqueue(pr, actor="alice")
+    steps = world.gh.run_queue(world.repo)
+    assert any(s.action == "dropped" and s.pr == pr.number for s in steps), steps
+    world.settle()
+    if world.gh.queue_entry(pr) is not None:
+        # Re-enqueued: a person takes it out again, so each PR fails once in this story
+        # (a manual removal signals nothing).
+        world.gh.dequeue(pr, actor="alice")
+        world.settle()
+    return pr
+
+
+def a_run_passes(world: World) -> None:
+    """The outage is over: a run passes (the workflow_run webhook follows)."""
+    sha = world.gh.commit_file(world.repo, "ok.txt", "ok\n")
+    world.gh.set_checks(world.repo, CheckScenario.passing(), sha=sha)
+    world.gh.run_checks(world.repo, sha, event="push", head_branch="main")
+    world.settle()
+
+
+def test_a_runner_outage_opens_the_breaker_at_the_threshold(world: World) -> None:
+    world.lander.fixer_enabled = True  # a fixer is there: it must not run either
+    threshold = world.settings.breaker.threshold
+    prs = []
+    for n in range(threshold - 1):
+        prs.append(drop_one(world, n))
+        world.gh.clock.advance(minutes=2)
+    # Not before the threshold: each re-enqueued as usual, no breaker.
+    assert world.store.breaker(world.repo.full_name) is None
+    outcomes = [d.outcome for d in world.store.drops() if d.reason == "failed_checks"]
+    assert outcomes == ["requeued"] * (threshold - 1)
+    enqueues = len(world.mutations())
+
+    held = [drop_one(world, threshold), drop_one(world, threshold + 1)]
+    breaker = world.store.breaker(world.repo.full_name)
+    assert breaker is not None and breaker.open and breaker.cause == "infrastructure"
+    newest = [d for d in world.store.drops() if d.pr in {p.number for p in held}]
+    assert {d.outcome for d in newest} == {"held"}
+    assert len(world.mutations()) == enqueues  # nothing re-enqueued while open
+    assert not [j for j in world.store.jobs() if j.kind == "fix"]  # no fixer run
+    [issue] = world.gh.issues_of(world.repo)
+    assert issue.state == "open" and "runners" in issue.title
+    for pr in held:
+        assert f"#{pr.number} (held)" in issue.body
+        [status] = statuses(world, pr.number)
+        assert "breaker for this repository is open" in status.body
+        assert handbacks(world, pr.number) == []
+
+    a_run_passes(world)
+    breaker = world.store.breaker(world.repo.full_name)
+    assert breaker is not None and not breaker.open and breaker.closed_by == "landbot"
+    released = sorted(
+        (d for d in world.store.drops() if d.pr in {p.number for p in held}), key=lambda d: d.id
+    )
+    assert [d.outcome for d in released] == ["requeued", "requeued"]
+    queue = world.gh.queue(world.repo)
+    assert queue is not None
+    assert [e.pr.number for e in queue.entries][-2:] == [p.number for p in held]  # in order
+    [issue] = world.gh.issues_of(world.repo)
+    assert issue.state == "closed"
+
+
+def test_a_maintainer_closes_it_by_hand(world: World) -> None:
+    threshold = world.settings.breaker.threshold
+    for n in range(threshold):
+        drop_one(world, n)
+    breaker = world.store.breaker(world.repo.full_name)
+    assert breaker is not None and breaker.open
+    closed = world.lander.close_breaker(world.repo.full_name, by="alice")
+    assert closed
+    assert not world.lander.close_breaker(world.repo.full_name, by="alice")  # control: once
+    breaker = world.store.breaker(world.repo.full_name)
+    assert breaker is not None and breaker.closed_by == "alice"
+    assert world.gh.issues_of(world.repo)[0].state == "closed"
+    assert not [d for d in world.store.drops() if d.outcome == "held"]
+
+
+def test_switched_off_nothing_is_held(world: World) -> None:
+    """Control: `[breaker] enabled = false`: the same outage is re-enqueued throughout."""
+    world.settings.breaker.enabled = False
+    for n in range(world.settings.breaker.threshold + 1):
+        drop_one(world, n)
+    assert world.store.breaker(world.repo.full_name) is None
+    assert {d.outcome for d in world.store.drops()} <= {"requeued", "ignored"}
+
+
+def test_close_it_from_its_issue(world: World) -> None:
+    """`/landbot breaker close` in the breaker's issue: refused to a reader (the control),
+    done for a user with write access; one reply each."""
+    for n in range(world.settings.breaker.threshold):
+        drop_one(world, n)
+    [issue] = world.gh.issues_of(world.repo)
+    world.gh.add_collaborator(world.repo, "bob", "read")
+    world.gh.add_comment(world.repo, issue.number, "/landbot breaker close", author="bob")
+    world.settle()
+    breaker = world.store.breaker(world.repo.full_name)
+    assert breaker is not None and breaker.open  # a reader may not
+    world.gh.add_comment(world.repo, issue.number, "/landbot breaker close", author="alice")
+    world.settle()
+    breaker = world.store.breaker(world.repo.full_name)
+    assert breaker is not None and not breaker.open and breaker.closed_by == "@alice"
+    replies = [c for c in world.gh.comments_on(world.repo, issue.number) if c.author == world.bot]
+    assert len(replies) == 2
+    assert "only a user with write access" in replies[0].body
+    assert "Closed by @alice" in replies[1].body
+    assert world.gh.issues_of(world.repo)[0].state == "closed"
+
+
+def test_one_message_when_it_opens_and_one_when_it_closes(world: World, receiver: Any) -> None:
+    """`[notify] webhook_url`: the opening and the closing, one message each (not one per
+    held drop)."""
+    url, got, _ = receiver
+    notifying(world, url)
+    threshold = world.settings.breaker.threshold
+    for n in range(threshold + 2):
+        drop_one(world, n)
+    assert len(got) == 1 and "breaker for acme/widgets is open" in got[0]["text"]
+    a_run_passes(world)
+    assert len(got) == 2 and "breaker for acme/widgets closed" in got[1]["text"]
