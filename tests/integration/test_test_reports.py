@@ -109,8 +109,9 @@ def test_a_reports_tests_reach_the_evidence_the_handback_and_the_ledger(world: W
     assert "`tests/test_lib.py::test_error`: Exception: error" in handback.body
     # The 13 of a hand-back without a report (test_triage_ci_failure.py's: the listing of
     # the run's artifacts and of main's green runs for the baseline among them), and the
-    # report's download: the redirect and the blob.
-    assert cost <= 15, world.server.requests.counts()
+    # report's download: the redirect and the blob; and the base branch's check runs (is
+    # the base red the same way? issue 27.1).
+    assert cost <= 16, world.server.requests.counts()
 
     # The author queues the same head again; it passes and merges: the ledger now holds
     # the report's tests as failed once and passed on retry.

@@ -58,9 +58,10 @@ GREEN = CheckScenario(
 )
 # A CI_FAILURE drop handed back, its log alone, as before issue 26 (token World:
 # tests/integration/test_triage_ci_failure.py), with the listing of the failed run's
-# artifacts for its test reports (issue 26.4). A later drop in the same process costs 2
-# less: the bot's login and the refusal of the `landbot` check run are learned once.
-LOG_ALONE = 12
+# artifacts for its test reports (issue 26.4) and the base branch's check runs (is the base
+# red the same way? issue 27.1). A later drop in the same process costs 2 less: the bot's
+# login and the refusal of the `landbot` check run are learned once.
+LOG_ALONE = 13
 LATER_LOG_ALONE = LOG_ALONE - 2
 # What a drop on a base costs beyond the log alone, the first time: main's green push runs
 # listed (1), the green run's jobs (1), the green job's log (2: the API's redirect and the
