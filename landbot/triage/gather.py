@@ -28,7 +28,6 @@ that base costs no call. No green run, or a GitHub error on the way: the log alo
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +54,7 @@ from landbot.triage.explain import LogExplanation, explain_parsed
 from landbot.triage.last_green import LastGreen
 from landbot.triage.last_green import usable as can_find_baselines
 from landbot.triage.log import DEFAULT_MAX_BYTES, ParsedLog, parse_log
+from landbot.triage.runs import ACTIONS_APP, JOB_URL, LOG_CONCLUSIONS, run_id_of
 
 if TYPE_CHECKING:
     from landbot.config import Settings
@@ -63,12 +63,8 @@ if TYPE_CHECKING:
 MAX_LOGS = 5
 # Failed tests of one job kept in the evidence and the ledger (a broken build fails all).
 MAX_TESTS = 20
-ACTIONS_APP = "github-actions"
-# Conclusions whose log says why; a cancelled job's log only says it was cancelled.
-LOG_CONCLUSIONS = frozenset({"failure", "timed_out"})
 # GitHub no longer serves the log (expired, deleted, forbidden to this token): note it.
 _LOG_GONE = frozenset({403, 404, 410})
-_JOB_URL = re.compile(r"/actions/runs/(\d+)/job/(\d+)")
 
 log = logging.getLogger("landbot.triage")
 
@@ -581,14 +577,6 @@ def job_details(gh: TriageGitHub, repo: str, checks: Sequence[CheckRun]) -> dict
     return jobs
 
 
-def run_id_of(check: CheckRun) -> int | None:
-    for url in (check.details_url, check.html_url):
-        m = _JOB_URL.search(url or "")
-        if m is not None and int(m.group(2)) == check.id:
-            return int(m.group(1))
-    return None
-
-
 class HeadChecks:
     """The pull request's own head's check runs, listed at most once per drop, as the
     weighing of each job asks for its check."""
@@ -695,7 +683,7 @@ def run_script(parsed: ParsedLog) -> str:
 def step_line_url(job_url: str, e: LogExplanation, error_line: int | None) -> str:
     """GitHub's link to the failing line of the step's log (`#step:N:L`, L counted from the
     step's own first line), when the job page, the step's number and its start are known."""
-    m = _JOB_URL.search(job_url)
+    m = JOB_URL.search(job_url)
     if m is None or "#" in job_url or e.step_number is None or e.step_line is None:
         return ""
     if error_line is None or error_line < e.step_line:

@@ -35,8 +35,8 @@ from landbot.github.models import Artifact, CheckRun
 from landbot.github.ops import ReadsArtifacts
 from landbot.triage import flaky
 from landbot.triage.combine import JobVerdict
-from landbot.triage.gather import ACTIONS_APP, LOG_CONCLUSIONS, run_id_of
 from landbot.triage.junit import FailedTest, Report, ReportLimits, new_budget, reports_in_zip
+from landbot.triage.runs import ACTIONS_APP, LOG_CONCLUSIONS, run_id_of
 
 DEFAULT_PATTERNS = ("*junit*", "*test-results*")
 MAX_ARTIFACTS = 3  # matching artifacts downloaded per run (a matrix uploads one per job)
