@@ -7,6 +7,7 @@ programmatically: `landbot` upgrades the database in place when it opens it.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Any
@@ -148,6 +149,10 @@ def upgrade(engine: sa.Engine, revision: str = "head") -> None:
     """Bring the schema to `revision` (default: the newest), keeping the data."""
     from alembic import command
 
+    # A store already at the newest schema (every start but the first) skips alembic's
+    # loading of every migration script: one query instead of ~10 ms per open.
+    if revision == "head" and current_revision(engine) == head_revision():
+        return
     with engine.connect() as conn:
         command.upgrade(_alembic_config(conn), revision)
         conn.commit()
@@ -160,6 +165,7 @@ def current_revision(engine: sa.Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
+@functools.cache  # the scripts ship with the package: their head cannot change while it runs
 def head_revision() -> str:
     from alembic.script import ScriptDirectory
 

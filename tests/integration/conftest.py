@@ -1,7 +1,8 @@
 """A world for the land loop's integration tests: the simulated GitHub served over HTTP, a
 real git repository, landbot's real webhook endpoint on loopback receiving GitHub's signed
 deliveries, a store (a SQLite file, and again a new database on the session's throwaway
-PostgreSQL: every test runs on both), and a worker the test drives step by step."""
+PostgreSQL: a module runs on both unless its `STORES` says otherwise), and a worker the test
+drives step by step."""
 
 from __future__ import annotations
 
@@ -87,13 +88,28 @@ class World:
         return [c for c in self.gh.comments_on(self.repo, number) if c.author == self.bot]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The World's store: PostgreSQL enforces what SQLite does not (column lengths, 32-bit
-    integers, NUL-free text, row locks), so the whole loop runs on both."""
+# The stores a module's tests run on: both unless it says otherwise with a module-level
+# `STORES = ("sqlite",)`. PostgreSQL enforces what SQLite does not (column lengths, 32-bit
+# integers, NUL-free text, row locks), so the land loop, its crashes, leases, caps, breaker
+# and dispatches run on both; a module whose tests are about GitHub's side (what is posted,
+# asked and decided) and touch the store only through paths those run already says so,
+# rather than prove the same thing twice (issue 25; tests/store runs every method on both).
+BOTH_STORES = ("sqlite", "postgresql")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "database_url" in metafunc.fixturenames:
+        stores = getattr(metafunc.module, "STORES", BOTH_STORES)
+        metafunc.parametrize("database_url", stores, indirect=True)
+
+
+@pytest.fixture
+def database_url(request: pytest.FixtureRequest) -> str:
+    """The World's store, a SQLite file or a new PostgreSQL database (`STORES` above)."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'landbot.db'}"
-    url: str = request.getfixturevalue("postgres_databases").create()
+        url: str = request.getfixturevalue("sqlite_url")
+        return url
+    url = request.getfixturevalue("postgres_databases").create()
     return url
 
 

@@ -46,6 +46,10 @@ NPM_FLAKE = CheckScenario.failing(
     "build", step="Install dependencies", run="npm ci", log=fixture_log("npm-econnreset.log")
 )
 
+# SQLite only: what these tests prove is about GitHub and the decision, on store paths
+# the land loop runs on both stores (conftest.BOTH_STORES).
+STORES = ("sqlite",)
+
 
 def relander(world: World, **kw: Any) -> Lander:
     """A new Lander (and worker) for the World: a failpoint, a gather to watch, a fixer."""

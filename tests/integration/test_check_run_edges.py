@@ -15,6 +15,10 @@ from .conftest import World
 from .test_check_run import ADD_LABEL, REMOVE_LABEL, UPDATE, pr_url, relander, runs
 from .triage_support import handbacks, queue_and_fail
 
+# SQLite only: what these tests prove is about GitHub and the decision, on store paths
+# the land loop runs on both stores (conftest.BOTH_STORES).
+STORES = ("sqlite",)
+
 LABEL = "landbot:fixing"
 
 

@@ -20,6 +20,10 @@ from landbot.pipeline.worker import Worker
 from .conftest import World
 from .test_commands import SKIP, dropped_pr, reactions, reply_to
 
+# SQLite only: what these tests prove is about GitHub and the decision, on store paths
+# the land loop runs on both stores (conftest.BOTH_STORES).
+STORES = ("sqlite",)
+
 ADD_LABEL = "POST /repos/{owner}/{repo}/issues/{issue_number}/labels"
 REMOVE_LABEL = "DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels/{name}"
 COMMENTS = "POST /repos/{owner}/{repo}/issues/{issue_number}/comments"

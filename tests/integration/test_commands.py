@@ -15,6 +15,10 @@ from landbot.land.replies import REPLY_MARKER, reply_tag
 
 from .conftest import World
 
+# SQLite only: what these tests prove is about GitHub and the decision, on store paths
+# the land loop runs on both stores (conftest.BOTH_STORES).
+STORES = ("sqlite",)
+
 PERMISSION = "GET /repos/{owner}/{repo}/collaborators/{username}/permission"
 COMMENTS = "POST /repos/{owner}/{repo}/issues/{issue_number}/comments"
 REACTIONS = "POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions"

@@ -26,6 +26,10 @@ json.dump({"verdict": "fixed", "summary": "answer() returned 41", "recommendatio
 """
 GIVING_UP_AGENT = r"""#!/usr/bin/python3
 import json, os
+
+# SQLite only: what these tests prove is about GitHub and the decision, on store paths
+# the land loop runs on both stores (conftest.BOTH_STORES).
+STORES = ("sqlite",)
 json.dump({"verdict": "needs_human", "summary": "the test and the code disagree",
            "recommendation": "decide whether answer() should be 41 or 42",
            "reproduced": True}, open(os.environ["LANDBOT_VERDICT_FILE"], "w"))

@@ -23,6 +23,10 @@ from .conftest import World
 from .test_flaky_ledger import FAILING, FLAKY_TEST, PASSING, fail_then_pass, head_checks
 from .triage_support import queue_and_fail
 
+# SQLite only: what these tests prove is about GitHub and the decision, on store paths
+# the land loop runs on both stores (conftest.BOTH_STORES).
+STORES = ("sqlite",)
+
 OWNER = "@net-owner"
 LABEL = "landbot:flaky"
 CREATE = "POST /repos/{owner}/{repo}/issues"

@@ -32,6 +32,10 @@ from .triage_support import (
     statuses,
 )
 
+# SQLite only: what these tests prove is about GitHub and the decision, on store paths
+# the land loop runs on both stores (conftest.BOTH_STORES).
+STORES = ("sqlite",)
+
 FLAKY_TEST = "tests/test_net.py::test_fetch_retries"
 PYTEST_OUTPUT = (
     "============================= test session starts ==============================",

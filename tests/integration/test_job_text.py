@@ -36,6 +36,10 @@ open(os.environ["LANDBOT_VERDICT_FILE"], "w").write({VERDICT!r})
 """
 NON_UTF8_AGENT = r"""#!/usr/bin/python3
 import json, os, subprocess
+
+# SQLite only: what these tests prove is about GitHub and the decision, on store paths
+# the land loop runs on both stores (conftest.BOTH_STORES).
+STORES = ("sqlite",)
 src = open("app.py").read()
 open("app.py", "w").write(src.replace("return 41", "return 42"))
 open(b"notes-caf\xe9.txt", "wb").write(b"fixed\n")

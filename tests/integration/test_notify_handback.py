@@ -21,6 +21,10 @@ from .conftest import World
 from .test_flaky_ledger import FAILING, head_checks
 from .triage_support import handbacks, queue_and_fail
 
+# SQLite only: what these tests prove is about GitHub and the decision, on store paths
+# the land loop runs on both stores (conftest.BOTH_STORES).
+STORES = ("sqlite",)
+
 
 @pytest.fixture
 def receiver() -> Iterator[tuple[str, list[dict[str, Any]], dict[str, int]]]:

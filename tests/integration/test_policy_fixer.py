@@ -73,6 +73,10 @@ import json, os, re, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from landbot.quest import check_tree, failing
 
+# SQLite only: what these tests prove is about GitHub and the decision, on store paths
+# the land loop runs on both stores (conftest.BOTH_STORES).
+STORES = ("sqlite",)
+
 prompt = open(os.environ["LANDBOT_PROMPT_FILE"]).read()
 # The command the task says to run here (a line of its own), not the CI step's title.
 wanted = re.search(r"^ *landbot quest check --base (\S+)$", prompt, re.MULTILINE)

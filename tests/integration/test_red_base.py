@@ -19,6 +19,10 @@ OTHER = CheckScenario.failing(
     "test", output=("FAILED tests/test_app.py::test_mine - assert 41 == 42",)
 )
 
+# SQLite only: what these tests prove is about GitHub and the decision, on store paths
+# the land loop runs on both stores (conftest.BOTH_STORES).
+STORES = ("sqlite",)
+
 
 def red_base(world: World, scenario: CheckScenario = RED) -> str:
     """The base's newest commit, with `scenario` run on it (a push to main)."""

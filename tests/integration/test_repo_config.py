@@ -36,6 +36,10 @@ READ_ROUTES = (
     "GET /repos/{owner}/{repo}/branches/{branch}",
     "GET /repos/{owner}/{repo}/contents/{path}",
 )
+
+# SQLite only: what these tests prove is about GitHub and the decision, on store paths
+# the land loop runs on both stores (conftest.BOTH_STORES).
+STORES = ("sqlite",)
 CREATE_CHECK = "POST /repos/{owner}/{repo}/check-runs"
 
 

@@ -49,7 +49,7 @@ def run(store: str, **kw: Any) -> Any:
     # 10 PRs are the first 10 kinds (flaky, genuine, cancelled, timeout, conflict, manual,
     # merged, pushed while queued, landbot:skip, roll back) in 2 waves: a kill can land in
     # each, one poll runs between them besides the last. The 20-seed soak does the rest.
-    cfg = soak.Config(seed=11, prs=10, store=store, deadline=45.0, wave=5, polls=1, **kw)
+    cfg = soak.Config(seed=11, prs=10, store=store, deadline=90.0, wave=5, polls=1, **kw)
     report = soak.run_soak(cfg)
     print(soak.render(report))  # the figures, for a failing run's output
     return report

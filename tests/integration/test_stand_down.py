@@ -23,6 +23,10 @@ from .conftest import World, with_command_agent
 from .test_actions_fixer import FIXING, dropped_pr, on_actions, until_settled
 from .test_fix_loop import FIXING_AGENT
 
+# SQLite only: what these tests prove is about GitHub and the decision, on store paths
+# the land loop runs on both stores (conftest.BOTH_STORES).
+STORES = ("sqlite",)
+
 pytestmark = [pytest.mark.usefixtures("needs_bwrap"), pytest.mark.slow]
 
 FIX_RUNNERS = ("run_fix_job", "run_actions_fix_job")
@@ -89,13 +93,6 @@ def check_stood_down(world: World, pr: Any, drop: Any, case: str, acted: list[st
 
 
 CASES = ["nobody", *ACTS]
-
-
-@pytest.fixture
-def database_url(tmp_path: Path) -> str:
-    """SQLite only: what is tested is the job's last look at GitHub, not the store (the
-    land loop's tests run every outcome on both stores)."""
-    return f"sqlite:///{tmp_path / 'landbot.db'}"
 
 
 @pytest.mark.parametrize("case", CASES)

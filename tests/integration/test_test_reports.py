@@ -34,6 +34,10 @@ QUIET_OUTPUT = (
     "tests/test_lib.py:25: AssertionError",
     "2 failed, 6 passed, 2 skipped in 0.02s",
 )
+
+# SQLite only: what these tests prove is about GitHub and the decision, on store paths
+# the land loop runs on both stores (conftest.BOTH_STORES).
+STORES = ("sqlite",)
 NAMED_OUTPUT = ("FAILED tests/test_app.py::test_answer - assert 41 == 42",)
 ENQUEUE = ["EnqueuePullRequest"]
 LAUGHS = (

@@ -29,6 +29,10 @@ from .triage_support import (
     handbacks,
 )
 
+# SQLite only: what these tests prove is about GitHub and the decision, on store paths
+# the land loop runs on both stores (conftest.BOTH_STORES).
+STORES = ("sqlite",)
+
 JOB = "test (3.12)"
 PASSING_OUTPUT = (
     "============================= test session starts ==============================",

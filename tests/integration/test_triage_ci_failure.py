@@ -25,6 +25,10 @@ from .triage_support import (
     statuses,
 )
 
+# SQLite only: what these tests prove is about GitHub and the decision, on store paths
+# the land loop runs on both stores (conftest.BOTH_STORES).
+STORES = ("sqlite",)
+
 PYTEST_OUTPUT = (
     "============================= test session starts ==============================",
     "collected 1 item",

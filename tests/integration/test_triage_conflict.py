@@ -9,6 +9,10 @@ from pathlib import Path
 from .conftest import World
 from .triage_support import evidence_of, handbacks
 
+# SQLite only: what these tests prove is about GitHub and the decision, on store paths
+# the land loop runs on both stores (conftest.BOTH_STORES).
+STORES = ("sqlite",)
+
 CONFLICT_CALLS = 7
 QUEST = "# [S] Widgets\n\n## Required\n\n- [base](../README.md)\n"
 

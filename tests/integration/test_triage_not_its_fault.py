@@ -23,6 +23,10 @@ from .triage_support import (
 NPM_FLAKE = CheckScenario.failing(
     "build", step="Install dependencies", run="npm ci", log=fixture_log("npm-econnreset.log")
 )
+
+# SQLite only: what these tests prove is about GitHub and the decision, on store paths
+# the land loop runs on both stores (conftest.BOTH_STORES).
+STORES = ("sqlite",)
 CANCELLED = CheckScenario.failing("test", step="Run tests", run="make test", conclusion="cancelled")
 # Phrases of a hand-back that put the failure on the pull request.
 BLAME = (

@@ -18,6 +18,10 @@ from landbot.sim.scenarios import CheckContext, standard_steps
 from .conftest import World
 from .triage_support import evidence_of, handbacks
 
+# SQLite only: what these tests prove is about GitHub and the decision, on store paths
+# the land loop runs on both stores (conftest.BOTH_STORES).
+STORES = ("sqlite",)
+
 QUEST_STEP = "Check that the PR leaves its quest accurate"
 QUEST_COMMAND = 'landbot quest check --base "origin/$GITHUB_BASE_REF"'
 FINDING = "quest: quest/m0/widgets.md: quest title must be '# [XS|S|M|L|XL] Title'"

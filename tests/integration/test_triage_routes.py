@@ -26,6 +26,10 @@ OTHER_APP = CheckScenario(
     workflows=(), checks=(CheckSpec("ci/circleci: build", "failure", app="circleci"),)
 )
 
+# SQLite only: what these tests prove is about GitHub and the decision, on store paths
+# the land loop runs on both stores (conftest.BOTH_STORES).
+STORES = ("sqlite",)
+
 
 def removal_before_commit(world: World, pr: Any, sha: str) -> None:
     """GitHub's removal event names the group commit as its beforeCommit (observed on some

@@ -14,9 +14,9 @@ from landbot.store import Store, db
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+def store(request: pytest.FixtureRequest) -> Iterator[Store]:
     if request.param == "sqlite":
-        s = Store.open(f"sqlite:///{tmp_path / 'landbot.db'}")
+        s = Store.open(request.getfixturevalue("sqlite_url"))
     else:
         s = Store.open(request.getfixturevalue("postgres_databases").create())
     yield s

@@ -146,8 +146,8 @@ def call(app: Starlette, headers: dict[str, str], upload: Upload) -> tuple[int, 
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.open(f"sqlite:///{tmp_path / 'landbot.db'}")
+def store(sqlite_url: str) -> Iterator[Store]:
+    s = Store.open(sqlite_url)
     yield s
     s.close()
 
