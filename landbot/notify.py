@@ -83,8 +83,13 @@ def _post(url: str, body: dict[str, Any], timeout: float, client: httpx.Client |
     # the message elsewhere.
     if client is not None:
         return client.post(url, json=body, timeout=timeout, follow_redirects=False).status_code
+    from landbot.core.tls import client_context
+
     with httpx.Client(
-        timeout=timeout, follow_redirects=False, headers={"User-Agent": USER_AGENT}
+        timeout=timeout,
+        verify=client_context(),
+        follow_redirects=False,
+        headers={"User-Agent": USER_AGENT},
     ) as own:
         return own.post(url, json=body).status_code
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, urljoin
 
 from landbot.config import GitHubSettings
+from landbot.core.tls import client_context
 from landbot.github import documents, parse
 from landbot.github.auth import AppAuth, Auth, make_auth
 from landbot.github.errors import (
@@ -793,6 +794,7 @@ class GitHubClient:
                 auto_retry=False,
                 http_cache=False,
                 cache_strategy=MemCacheStrategy(),
+                ssl_verify=client_context(),
             )
             # One connection pool for the client's life (without it githubkit opens a new
             # httpx client, and TLS context, per request).
@@ -1104,6 +1106,7 @@ class GitHubClient:
 
             self._download = httpx.Client(
                 timeout=self._timeout,
+                verify=client_context(),
                 follow_redirects=True,
                 headers={"User-Agent": USER_AGENT},
             )

@@ -20,6 +20,8 @@ from typing import Any
 
 import httpx
 
+from landbot.core.tls import client_context
+
 HOOK_ID = 512_345_678
 USER_AGENT = "GitHub-Hookshot/8b2d4e1"
 
@@ -160,7 +162,7 @@ class Outbox:
             self.flush()
 
     def _run(self) -> None:
-        with httpx.Client(timeout=self.timeout) as client:
+        with httpx.Client(timeout=self.timeout, verify=client_context()) as client:
             while True:
                 item = self._pending.get()
                 if isinstance(item, threading.Event):

@@ -109,7 +109,7 @@ def world(tmp_path: Path, database_url: str) -> Iterator[AppWorld]:
         per_repo = RepoSettings(settings, store, client)
         lander = Lander(settings, store, client, settings_for=per_repo.for_repo)
         worker = Worker(store, lambda: lander, name="test-worker")
-        with serving(gh, settings, store, client):
+        with serving(gh, settings, store, client, server):
             yield AppWorld(
                 gh, server, repos, store, settings, client, per_repo, lander, worker, app
             )
