@@ -233,3 +233,28 @@ def test_the_control_a_few_5xx_answers_retried_open_nothing(world: World) -> Non
     worker.drain()
     assert world.store.breaker(world.repo.full_name) is None
     assert [d.outcome for d in world.store.drops()] == ["requeued"] * len(prs)
+
+
+def test_a_held_pr_pushed_or_closed_is_not_released(world: World) -> None:
+    """A held drop whose PR a person then pushes to (or closes) ends at once, as a queued
+    job of it would: it leaves the breaker's list and is not re-enqueued when it closes.
+    The control: the other held PR goes back in the queue."""
+    threshold = world.settings.breaker.threshold
+    for n in range(threshold):
+        drop_one(world, n)
+    pushed, closed, kept = (drop_one(world, threshold + i) for i in range(3))
+    assert {d.outcome for d in world.store.drops() if d.pr == kept.number} == {"held"}
+    world.gh.push(world.repo, pushed.head_ref, {"fix.py": "z = 1\n"})
+    world.gh.close_pull_request(world.gh.pull(world.repo, closed.number), actor="alice")
+    world.settle()
+    for pr in (pushed, closed):
+        [drop] = [d for d in world.store.drops() if d.pr == pr.number]
+        assert drop.outcome == "ignored", drop.summary
+
+    a_run_passes(world)
+    [kept_drop] = [d for d in world.store.drops() if d.pr == kept.number]
+    assert kept_drop.outcome == "requeued"
+    queue = world.gh.queue(world.repo)
+    assert queue is not None
+    queued = {e.pr.number for e in queue.entries}
+    assert kept.number in queued and not queued & {pushed.number, closed.number}
