@@ -12,7 +12,8 @@ within the per-PR caps.
 - `signal_of`: what one settled drop says about the repository (or nothing);
 - `should_open`: the signals of the window, to a cause (or None: stays closed);
 - `gate`: a drop's decision while the breaker is open (held, or as decided);
-- `should_close`: whether an open breaker closes now;
+- `should_close`: whether an open breaker closes now (GitHub's 5xx answers count as
+  failures: it closes once they stop for a window, or a run passed after the last);
 - `release_order`, `after_breaker`: what the held drops become, in which order.
 """
 
@@ -102,21 +103,23 @@ def should_open(
     now: dt.datetime,
     policy: BreakerPolicy,
     *,
-    server_errors: int = 0,
+    server_errors: Sequence[dt.datetime] = (),
     closed_at: dt.datetime | None = None,
 ) -> Opening | None:
-    """The cause that opens a closed breaker, or None. `signals` are the repository's; only
-    those within the window count. A red base opens it at once; runner, infrastructure and
-    timeout failures (and GitHub's 5xx answers, `server_errors` within the window) at the
-    threshold; the same failure on `same_failure_prs` pull requests. Signals from before
-    its last closing are spent (a maintainer who closed it is not overruled by them)."""
+    """The cause that opens a closed breaker, or None. `signals` are the repository's and
+    `server_errors` when GitHub failed its job attempts with a 5xx; only those within the
+    window count. A red base opens it at once; runner, infrastructure and timeout failures
+    and GitHub's 5xx answers, together, at the threshold; the same failure on
+    `same_failure_prs` pull requests. Signals from before its last closing are spent (a
+    maintainer who closed it is not overruled by them)."""
     if not policy.enabled:
         return None
-    recent = [
-        s
-        for s in signals
-        if now - s.at <= policy.window and (closed_at is None or s.at > closed_at)
-    ]
+
+    def counts(at: dt.datetime) -> bool:
+        return now - at <= policy.window and (closed_at is None or at > closed_at)
+
+    recent = [s for s in signals if counts(s.at)]
+    errors = sum(1 for at in server_errors if counts(at))
     red = [s for s in recent if s.kind == "red_base"]
     if red:
         return Opening(
@@ -125,11 +128,14 @@ def should_open(
             _links(red),
         )
     outage = [s for s in recent if s.kind in ("infrastructure", "timeout")]
-    if len(outage) + server_errors >= policy.threshold:
+    if len(outage) + errors >= policy.threshold:
         prs = len({s.pr for s in outage})
-        what = f"{len(outage)} drops of {prs} pull requests failed on the runners or timed out"
-        if server_errors:
-            what += f", and GitHub answered {server_errors} times with a server error"
+        if outage:
+            what = f"{len(outage)} drops of {prs} pull requests failed on the runners or timed out"
+            if errors:
+                what += f", and GitHub failed {errors} of landbot's jobs with a server error"
+        else:
+            what = f"GitHub failed {errors} of landbot's jobs with a server error (5xx)"
         return Opening(
             "infrastructure" if outage else "server_error",
             f"{what} within {_minutes(policy.window)}",

@@ -15,6 +15,10 @@ from landbot.store import Store
 
 log = logging.getLogger("landbot.intake")
 
+# The outcomes of drops that wait in the store, not in a job (the repository's hold job
+# releases them): a red base's, and the breaker's.
+WAITING = ("waiting_base", "held")
+
 
 def apply(delivery: events.WebhookEvent[Any], store: Store) -> str:
     """Apply one parsed delivery; returns the note kept on its row."""
@@ -33,7 +37,16 @@ def apply(delivery: events.WebhookEvent[Any], store: Store) -> str:
         j.kind == "fix" and (j.dedupe_key or "").startswith(prefix) for j in store.jobs("queued")
     )
     n = store.cancel_jobs(prefix, outcome=decision.outcome, why=decision.why)
-    if n and fix_waits:
+    # A drop waiting in the store (for a red base, or held by the breaker) ends the same
+    # way: it is not released later, and its check run ends with the job below.
+    waiting = [
+        r
+        for r in store.waiting_drops(handled.repo, WAITING)
+        if r.pr == handled.pr and (handled.old_head is None or r.drop.head_sha == handled.old_head)
+    ]
+    for row in waiting:
+        store.update_drop(row.id, outcome=decision.outcome, summary=decision.why)
+    if (n and fix_waits) or waiting:
         store.add_job(
             "checks",
             {"repo": handled.repo, "pr": handled.pr},
@@ -48,7 +61,10 @@ def apply(delivery: events.WebhookEvent[Any], store: Store) -> str:
         head_sha=handled.old_head,
         cause=handled.cause,
         jobs=n,
+        waiting=len(waiting),
         outcome=decision.outcome,
         why=decision.why,
     )
+    if waiting:
+        return f"{handled.note}: cancelled {n} job(s), ended {len(waiting)} waiting drop(s)"
     return f"{handled.note}: cancelled {n} job(s)"

@@ -403,25 +403,56 @@ class Lander:
             )
             signals = [s for s in self.signals(drop.repo, now, bp.window) if s.drop_id != drop_id]
             opening = br.should_open(
-                [*signals, *([mine] if mine else [])], now, bp, closed_at=state.closed_at
+                [*signals, *([mine] if mine else [])],
+                now,
+                bp,
+                server_errors=self.store.server_errors(drop.repo, now - bp.window),
+                closed_at=state.closed_at,
             )
             if opening is not None:
-                if self.store.open_breaker(
-                    drop.repo,
-                    cause=opening.cause,
-                    detail=opening.detail,
-                    links=opening.links,
-                    at=now,
-                ):
-                    logs.event(
-                        log,
-                        "breaker opened",
-                        logging.WARNING,
-                        cause=opening.cause,
-                        detail=opening.detail,
-                    )
+                self._open_breaker(drop.repo, opening, now)
                 state = self.breaker_state(drop.repo)
         return br.gate(decision, state)
+
+    def _open_breaker(self, repo: str, opening: br.Opening, now: dt.datetime) -> bool:
+        opened = self.store.open_breaker(
+            repo, cause=opening.cause, detail=opening.detail, links=opening.links, at=now
+        )
+        if opened:
+            logs.event(
+                log,
+                "breaker opened",
+                logging.WARNING,
+                repo=repo,
+                cause=opening.cause,
+                detail=opening.detail,
+            )
+        return opened
+
+    def server_error(self, repo: str) -> bool:
+        """GitHub failed one of the repository's job attempts with a 5xx (the worker says so):
+        counted, and the breaker opens when these and the runners' failures reach its
+        threshold; then its hold job writes the issue and looks again. True when this opened
+        it. The store's rows only: no GitHub call (GitHub is failing)."""
+        bp = self.breaker_policy(repo)
+        now = utcnow()
+        self.store.note_server_error(repo, now)
+        if not bp.enabled:
+            return False
+        state = self.breaker_state(repo)
+        if state.open:
+            return False
+        opening = br.should_open(
+            self.signals(repo, now, bp.window),
+            now,
+            bp,
+            server_errors=self.store.server_errors(repo, now - bp.window),
+            closed_at=state.closed_at,
+        )
+        if opening is None or not self._open_breaker(repo, opening, now):
+            return False
+        self.store.ensure_repo_job(HOLD_JOB, repo, now)
+        return True
 
     def breaker_sweep(self, repo: str) -> dt.datetime | None:
         """An open breaker looked at again: closed when its cause is gone (the held drops
@@ -436,7 +467,10 @@ class Lander:
             bp = self.breaker_policy(repo)
             waiting = len(self.store.waiting_drops(repo, ("waiting_base",)))
             signals = self.signals(repo, now, bp.window)
-            last = max((s.at for s in signals if s.kind is not None), default=None)
+            failed = [s.at for s in signals if s.kind is not None]
+            # GitHub's 5xx answers are failures too: it closes once they stop.
+            failed += self.store.server_errors(repo, now - bp.window)
+            last = max(failed, default=None)
             state = self.breaker_state(repo)
             if not br.should_close(state, now, bp, waiting_base=waiting, last_signal_at=last):
                 self.issues.write(repo)

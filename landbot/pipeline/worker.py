@@ -14,7 +14,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -328,6 +328,7 @@ class Worker:
             self.store.defer_job(lease.id, self.name, wait.not_before, wait.note)
             return "waiting"
         except TRANSIENT as exc:
+            self._server_error(lease, exc)
             if lease.attempts < MAX_ATTEMPTS:
                 delay = min(300, 5 * 2 ** (lease.attempts - 1))
                 logs.event(log, "job retrying", logging.WARNING, error=exc, retry_in_s=delay)
@@ -403,6 +404,25 @@ class Worker:
             duration_s=round(time.monotonic() - started, 3),
         )
         return outcome
+
+    def _server_error(self, lease: Lease[JobPayload], exc: Exception) -> None:
+        """A job attempt GitHub failed with a 5xx counts toward its repository's breaker: a
+        read the client retried with backoff until it gave up (ServerError). One mutation's
+        5xx (MutationOutcomeUnknown, never retried blindly) is one answer, not an outage."""
+        if not isinstance(exc, ServerError) or exc.status < 500:
+            return
+        payload = lease.payload if isinstance(lease.payload, dict) else {}
+        repo = payload.get("repo")
+        if repo is None and payload.get("drop_id") is not None:
+            with suppress(TypeError, ValueError):
+                row = self.store.drop(int(payload["drop_id"]))
+                repo = row.drop.repo if row is not None else None
+        if not isinstance(repo, str):
+            return
+        try:
+            self.lander.server_error(repo)
+        except Exception as err:  # counting must never cost the job its retry
+            logs.event(log, "server error not counted", logging.WARNING, error=err)
 
     def _failed(self, lease: Lease[JobPayload], exc: Exception) -> None:
         logs.event(log, "job failed", logging.ERROR, error=exc)

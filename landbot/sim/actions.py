@@ -66,25 +66,10 @@ from landbot.sim.rest import (
     paginate,
 )
 from landbot.sim.runner import JobOutcome, JobPlan, JobRunner, StepFailed, StepResult, _raw
-from landbot.sim.state import Job, Repository, RunnerSettings, Step, WorkflowRun
+from landbot.sim.state import Artifact, Job, Repository, RunnerSettings, Step, WorkflowRun
 
 ARTIFACT_URL_LIFETIME = 60  # seconds: GitHub's artifact download URLs last one minute
 MAX_INPUTS = 25  # GitHub's limit on a dispatch's inputs
-
-
-@dataclass
-class Artifact:
-    id: int
-    run_id: int
-    repo: str
-    name: str
-    data: bytes  # the zip as uploaded (or as a test's hook replaced it)
-    created_at: datetime
-    expires_at: datetime
-
-    @property
-    def digest(self) -> str:
-        return "sha256:" + hashlib.sha256(self.data).hexdigest()
 
 
 @dataclass
@@ -109,7 +94,11 @@ class Engine:
     def __init__(self, gh: FakeGitHub) -> None:
         self.gh = gh
         self.runs: dict[int, RunExtra] = {}
-        self.artifacts: dict[int, Artifact] = {}
+
+    @property
+    def artifacts(self) -> dict[int, Artifact]:
+        """The model's artifacts (the model keeps them: its own runs upload some too)."""
+        return self.gh.artifacts
 
     # --- workflows in git -----------------------------------------------------------------
 
@@ -607,17 +596,7 @@ class Engine:
                 self.artifacts[artifact_id].data = data
 
     def add_artifact(self, run_id: int, name: str, data: bytes) -> int:
-        """One more artifact on the run, whatever its name (the upload route refuses a
-        second of one name, as GitHub's does; a test needs two to see landbot refuse
-        them); its id."""
-        with self.gh.lock:
-            run = self.gh.workflow_runs[run_id]
-            now = self.gh.clock.now()
-            aid = self.gh.ids.next("artifact")
-            self.artifacts[aid] = Artifact(
-                aid, run_id, run.repo, name, data, now, now + timedelta(days=90)
-            )
-            return aid
+        return self.gh.add_artifact(run_id, name, data)
 
     def artifacts_of(self, run_id: int) -> list[Artifact]:
         return [a for a in self.artifacts.values() if a.run_id == run_id]

@@ -40,6 +40,7 @@ from landbot.sim.state import (
     ACTIONS_APP_SLUG,
     ApiAnnotation,
     App,
+    Artifact,
     AutoMerge,
     CheckRun,
     Installation,
@@ -153,6 +154,9 @@ class FakeGitHub:
         self.check_runs: dict[int, CheckRun] = {}
         self.jobs: dict[int, Job] = {}
         self.workflow_runs: dict[int, WorkflowRun] = {}
+        # Workflow runs' artifacts: uploaded by a dispatched run (actions.py) or by a check
+        # scenario's run here (the model keeps them, so it needs nothing of actions.py).
+        self.artifacts: dict[int, Artifact] = {}
         self.nodes: dict[str, object] = {}
         self._rules: dict[str, list[ScenarioRule]] = {}
         self._job_specs: dict[int, JobSpec] = {}
@@ -531,6 +535,19 @@ class FakeGitHub:
         if login.endswith("[bot]") and self.app_by_slug(login.removesuffix("[bot]")) is not None:
             return "write" if self.installation_for(repo.full_name) is not None else "none"
         return "none" if repo.private else "read"
+
+    @_locked
+    def add_artifact(self, run_id: int, name: str, data: bytes) -> int:
+        """One more artifact on the run, whatever its name (the upload route refuses a
+        second of one name, as GitHub's does; a test needs two to see landbot refuse
+        them); its id."""
+        run = self.workflow_runs[run_id]
+        now = self.clock.now()
+        aid = self.ids.next("artifact")
+        self.artifacts[aid] = Artifact(
+            aid, run_id, run.repo, name, data, now, now + timedelta(days=90)
+        )
+        return aid
 
     @_locked
     def create_app(
@@ -958,11 +975,8 @@ class FakeGitHub:
             for spec in wf.jobs:
                 job = self._create_job(repo, run, spec, now)
                 created.append(self._job_check_run(repo, run, job))
-            if wf.artifacts:
-                from landbot.sim.actions import engine
-
-                for name, data in wf.artifacts:
-                    engine(self).add_artifact(run.id, name, data)
+            for name, data in wf.artifacts:
+                self.add_artifact(run.id, name, data)
             self._refresh_run(repo, run, message)
         for other in scenario.checks:
             cid = self.ids.next("check_run")

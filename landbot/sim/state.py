@@ -6,6 +6,7 @@ resolvers and the webhook payload builders only read them.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -404,3 +405,18 @@ class Repository:
         if self.git_dir is None:
             raise ValueError(f"{self.full_name} has no git repository (a payload-only fixture)")
         return self.git_dir
+
+
+@dataclass
+class Artifact:
+    id: int
+    run_id: int
+    repo: str
+    name: str
+    data: bytes  # the zip as uploaded (or as a test's hook replaced it)
+    created_at: datetime
+    expires_at: datetime
+
+    @property
+    def digest(self) -> str:
+        return "sha256:" + hashlib.sha256(self.data).hexdigest()

@@ -54,6 +54,7 @@ from landbot.store.tables import (
     merge_groups,
     pr_actions,
     repo_files,
+    server_errors,
     test_failures,
 )
 
@@ -68,6 +69,9 @@ REPO_FILE_REPORTS_KEPT = 20
 # The flaky-test ledger keeps a month; triage weighs the last week of it.
 LEDGER_KEEP = dt.timedelta(days=30)
 TEST_ID_CHARS = 500
+
+# GitHub's 5xx answers are kept a day: longer than any breaker window worth having.
+SERVER_ERRORS_KEPT = dt.timedelta(days=1)
 CHECK_NAME_CHARS = 300
 
 
@@ -1795,6 +1799,29 @@ class Store:
                     updated_at=utcnow(),
                 )
             )
+
+    def note_server_error(self, repo: str, at: dt.datetime) -> None:
+        """A job attempt of the repository GitHub failed with a 5xx (the breaker counts them);
+        the repository's rows older than a day go."""
+        key = repo.lower()
+        with self.tx() as conn:
+            conn.execute(
+                server_errors.delete().where(
+                    server_errors.c.repo == key, server_errors.c.at < at - SERVER_ERRORS_KEPT
+                )
+            )
+            conn.execute(server_errors.insert().values(repo=key, at=at))
+
+    def server_errors(self, repo: str, since: dt.datetime) -> list[dt.datetime]:
+        """When GitHub failed the repository's job attempts with a 5xx since `since`, oldest
+        first."""
+        q = (
+            sa.select(server_errors.c.at)
+            .where(server_errors.c.repo == repo.lower(), server_errors.c.at >= since)
+            .order_by(server_errors.c.at)
+        )
+        with self.engine.connect() as conn:
+            return [_aware(t) for t in conn.execute(q).scalars()]
 
     # --- leasing ---------------------------------------------------------------------
 

@@ -382,6 +382,19 @@ breakers = sa.Table(
 )
 
 
+# Revision 0013: GitHub's 5xx answers per repository (one row per job attempt GitHub failed
+# with a server error), kept a day: the breaker counts those within its window (issue 27.2).
+# `repo` lowercased, as the breakers' key.
+server_errors = sa.Table(
+    "server_errors",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("repo", Str(200), nullable=False),
+    sa.Column("at", TS, nullable=False),
+    sa.Index("ix_server_errors_repo_at", "repo", "at"),
+)
+
+
 # Revision 0011: one issue per flaky test (land/flaky_issues.py): its number (None until
 # made), the state landbot left it in (open | closed), the owners CODEOWNERS named when it
 # was opened (space-separated; mentioned then only), and what it last showed, so it is

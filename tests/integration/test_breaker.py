@@ -2,13 +2,22 @@
 a runner error for ten minutes) opens it at the threshold and not before; no fixer runs
 and nothing is re-enqueued while it is open; drops are held in the store; when the next
 run passes it closes and the held drops go back in the queue in their order. A maintainer
-may close it by hand (`landbot breaker close`)."""
+may close it by hand (`landbot breaker close`). GitHub answering 5xx counts as the runners'
+failures do."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
+import sqlalchemy as sa
+
+from landbot.github.client import GitHubClient
+from landbot.github.retry import RetryPolicy
+from landbot.pipeline.process import Lander
+from landbot.pipeline.worker import Worker
 from landbot.sim import CheckScenario
+from landbot.store.tables import jobs
 
 from .conftest import World
 from .test_notify_handback import notifying
@@ -141,3 +150,111 @@ def test_one_message_when_it_opens_and_one_when_it_closes(world: World, receiver
     assert len(got) == 1 and "breaker for acme/widgets is open" in got[0]["text"]
     a_run_passes(world)
     assert len(got) == 2 and "breaker for acme/widgets closed" in got[1]["text"]
+
+
+# --- GitHub answering 5xx ------------------------------------------------------------------
+
+PR_READ = ("POST /graphql", "PullRequest")  # a drop job's first call: the PR re-read
+
+
+def failing_github(world: World) -> Worker:
+    """A worker whose client tries once (no backoff waits): each job attempt GitHub fails
+    with a 5xx reaches the worker, as it does after the client's retries in production."""
+    client = GitHubClient(world.settings.github, mutation_gap=0, policy=RetryPolicy(1))
+    lander = Lander(world.settings, world.store, client)
+    return Worker(world.store, lambda: lander, name="test-5xx-worker")
+
+
+def due_now(world: World) -> None:
+    """Time passes: the jobs given back for a later attempt are due."""
+    with world.store.tx() as conn:
+        conn.execute(sa.update(jobs).where(jobs.c.status == "queued").values(not_before=None))
+
+
+def timed_out(world: World, n: int) -> Any:
+    pr = world.open_pr(f"feat-5xx-{n}", {f"g{n}.py": f"y = {n}\n"})
+    world.time_out_in_queue(pr)
+    world.gh.webhooks.flush()
+    return pr
+
+
+def test_github_answering_5xx_opens_the_breaker_at_the_threshold(world: World) -> None:
+    """Every PR re-read answered 502: each drop job's attempt that GitHub failed counts; at
+    the threshold the breaker opens (cause server_error) and says so in one issue; when
+    GitHub answers again the drops are held, not re-enqueued, until a run passes; then
+    they go back in the queue in their order."""
+    route, operation = PR_READ
+    world.server.faults.fail(route, 502, times=10_000, operation=operation)
+    worker = failing_github(world)
+    threshold = world.settings.breaker.threshold
+    prs = []
+    for n in range(threshold - 1):
+        prs.append(timed_out(world, n))
+        worker.drain()
+    # Not before the threshold: the attempts are counted, the breaker stays closed.
+    hour_ago = dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
+    assert len(world.store.server_errors(world.repo.full_name, hour_ago)) == threshold - 1
+    assert world.store.breaker(world.repo.full_name) is None
+
+    prs.append(timed_out(world, threshold))
+    worker.drain()  # the fifth failed attempt opens it, and its hold job writes the issue
+    breaker = world.store.breaker(world.repo.full_name)
+    assert breaker is not None and breaker.open and breaker.cause == "server_error"
+    [issue] = world.gh.issues_of(world.repo)
+    assert issue.state == "open" and "server errors" in issue.title
+
+    world.server.faults.clear()  # GitHub answers again
+    due_now(world)
+    worker.drain()
+    drops = sorted(world.store.drops(), key=lambda d: d.id)
+    assert [d.outcome for d in drops] == ["held"] * threshold
+    assert world.mutations().count("EnqueuePullRequest") == 0  # nothing re-enqueued
+
+    a_run_passes(world)
+    breaker = world.store.breaker(world.repo.full_name)
+    assert breaker is not None and not breaker.open and breaker.closed_by == "landbot"
+    drops = sorted(world.store.drops(), key=lambda d: d.id)
+    assert [d.outcome for d in drops] == ["requeued"] * threshold
+    queue = world.gh.queue(world.repo)
+    assert queue is not None and [e.pr.number for e in queue.entries] == [p.number for p in prs]
+    assert world.gh.issues_of(world.repo)[0].state == "closed"
+
+
+def test_the_control_a_few_5xx_answers_retried_open_nothing(world: World) -> None:
+    """Control: fewer failed attempts than the threshold, then GitHub answers: each drop is
+    re-enqueued as usual and no breaker opens."""
+    route, operation = PR_READ
+    threshold = world.settings.breaker.threshold
+    world.server.faults.fail(route, 502, times=threshold - 1, operation=operation)
+    worker = failing_github(world)
+    prs = [timed_out(world, n) for n in range(threshold - 1)]
+    worker.drain()
+    due_now(world)
+    worker.drain()
+    assert world.store.breaker(world.repo.full_name) is None
+    assert [d.outcome for d in world.store.drops()] == ["requeued"] * len(prs)
+
+
+def test_a_held_pr_pushed_or_closed_is_not_released(world: World) -> None:
+    """A held drop whose PR a person then pushes to (or closes) ends at once, as a queued
+    job of it would: it leaves the breaker's list and is not re-enqueued when it closes.
+    The control: the other held PR goes back in the queue."""
+    threshold = world.settings.breaker.threshold
+    for n in range(threshold):
+        drop_one(world, n)
+    pushed, closed, kept = (drop_one(world, threshold + i) for i in range(3))
+    assert {d.outcome for d in world.store.drops() if d.pr == kept.number} == {"held"}
+    world.gh.push(world.repo, pushed.head_ref, {"fix.py": "z = 1\n"})
+    world.gh.close_pull_request(world.gh.pull(world.repo, closed.number), actor="alice")
+    world.settle()
+    for pr in (pushed, closed):
+        [drop] = [d for d in world.store.drops() if d.pr == pr.number]
+        assert drop.outcome == "ignored", drop.summary
+
+    a_run_passes(world)
+    [kept_drop] = [d for d in world.store.drops() if d.pr == kept.number]
+    assert kept_drop.outcome == "requeued"
+    queue = world.gh.queue(world.repo)
+    assert queue is not None
+    queued = {e.pr.number for e in queue.entries}
+    assert kept.number in queued and not queued & {pushed.number, closed.number}

@@ -94,12 +94,32 @@ def test_a_red_base_opens_it_at_once() -> None:
     assert opening.links == ("https://x/1",)
 
 
+def errors(n: int, at: dt.datetime = T0) -> list[dt.datetime]:
+    return [at] * n
+
+
 def test_server_errors_count_with_runner_failures() -> None:
-    assert should_open([infra(1), infra(2)], T0, POLICY, server_errors=2) is None
-    opening = should_open([infra(1), infra(2)], T0, POLICY, server_errors=3)
-    assert opening is not None and "server error" in opening.detail
-    only = should_open([], T0, POLICY, server_errors=5)
-    assert only is not None and only.cause == "server_error"
+    assert should_open([infra(1), infra(2)], T0, POLICY, server_errors=errors(2)) is None
+    opening = should_open([infra(1), infra(2)], T0, POLICY, server_errors=errors(3))
+    assert opening is not None and opening.cause == "infrastructure"
+    assert "server error" in opening.detail
+
+
+@pytest.mark.parametrize("n", range(0, 8))
+def test_server_errors_alone_open_it_at_the_threshold_and_not_before(n: int) -> None:
+    opening = should_open([], T0, POLICY, server_errors=errors(n))
+    assert (opening is not None) == (n >= POLICY.threshold)
+    if opening is not None:
+        assert opening.cause == "server_error" and "5xx" in opening.detail
+
+
+def test_old_or_spent_server_errors_do_not_count() -> None:
+    old = errors(9, T0 - dt.timedelta(minutes=31))
+    assert should_open([], T0, POLICY, server_errors=old) is None
+    recent = errors(9, T0 - dt.timedelta(minutes=5))
+    assert should_open([], T0, POLICY, server_errors=recent) is not None  # control
+    closed = T0 - dt.timedelta(minutes=1)
+    assert should_open([], T0, POLICY, server_errors=recent, closed_at=closed) is None
 
 
 def test_the_same_failure_on_several_prs() -> None:

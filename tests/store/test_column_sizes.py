@@ -196,6 +196,8 @@ LONGEST: dict[tuple[str, str], str] = {
     ("breakers", "cause"): longest(["red_base", "infrastructure", "same_failure", "server_error"]),
     ("breakers", "issue_state"): longest(["open", "closed"]),
     ("breakers", "issue_body_sha"): "f" * 64,
+    # pipeline/worker.py: a job attempt GitHub failed with a 5xx (the breaker counts them)
+    ("server_errors", "repo"): REPO.lower(),
     # pipeline/flaky_issues.py: one issue per flaky test (its id as the ledger keeps it)
     ("flaky_issues", "repo"): REPO,
     ("flaky_issues", "test"): "t" * TEST_ID_CHARS,
@@ -346,6 +348,7 @@ def test_the_longest_values_are_stored_and_read_back(store: Store) -> None:
     store.save_flaky_issue(
         REPO, v[("flaky_issues", "test")], number=2**31 - 1, state=v[("flaky_issues", "state")]
     )
+    store.note_server_error(REPO, now)
 
     for (table, column), value in sorted(LONGEST.items()):
         # Leases end and statuses move on: those were checked when written, above.
