@@ -13,6 +13,9 @@ import typer
 from landbot import cli
 from landbot.errors import NotBuiltError
 
+# Each test runs `landbot` as a process: left out of `./scripts/test --fast`.
+pytestmark = pytest.mark.slow
+
 CONTRACT = [
     "serve",
     "worker",

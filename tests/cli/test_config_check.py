@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+# Each test runs `landbot` as a process: left out of `./scripts/test --fast`.
+pytestmark = pytest.mark.slow
+
 LANDBOT = str(Path(sys.executable).parent / "landbot")
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "config" / "landbot.repo.example.toml"
