@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from landbot.core.zips import CORRUPT, read_bounded
 from landbot.errors import LandbotError
 from landbot.git.quarantine import (
     BUNDLE_NAME,
@@ -65,7 +66,6 @@ MANIFEST_NAME = "manifest.json"
 FORMAT = "landbot-fix-result"
 VERSION = 1
 NAMES = (MANIFEST_NAME, VERDICT_NAME, BUNDLE_NAME)
-_CHUNK = 1 << 16
 _S_IFMT = 0o170000
 
 
@@ -229,30 +229,21 @@ def _check_total(total: int, limits: ArtifactLimits) -> None:
 
 
 def _inflate(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
-    """The entry's bytes, reading at most one byte past its declared size (a central
-    directory that understates an entry is caught before the rest is inflated)."""
-    chunks: list[bytes] = []
-    got = 0
+    """The entry's bytes, read with core/zips.py's bound."""
     try:
-        with archive.open(info) as entry:
-            while got <= info.file_size:
-                piece = entry.read(min(_CHUNK, info.file_size + 1 - got))
-                if not piece:
-                    break
-                chunks.append(piece)
-                got += len(piece)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        data = read_bounded(archive, info)
+    except CORRUPT as exc:
         # CRC mismatch, a local header that names another file, a truncated stream.
         raise ArtifactRefused(f"the artifact's {info.filename} is corrupt: {exc}") from None
     except zlib.error as exc:  # a crafted deflate stream
         raise ArtifactRefused(f"the artifact's {info.filename} does not inflate: {exc}") from None
-    if got != info.file_size:
+    if len(data) != info.file_size:
         raise ArtifactRefused(
             f"the artifact's {info.filename} inflates to "
-            f"{'more' if got > info.file_size else 'less'} than the {info.file_size:,} bytes "
-            "it declares"
+            f"{'more' if len(data) > info.file_size else 'less'} than the {info.file_size:,} "
+            "bytes it declares"
         )
-    return b"".join(chunks)
+    return data
 
 
 def _read_dir(folder: Path, limits: ArtifactLimits) -> dict[str, bytes]:

@@ -1542,6 +1542,13 @@ class FakeGitHub:
         if number in repo.issues and number not in repo.pulls:
             return self._issue_comment(repo, number, body, author=author)
         pr = self.pull(repo, number)
+        comment = self._new_comment(repo, number, body, author)
+        pr.updated_at = comment.created_at
+        self._emit("issue_comment", payloads.issue_comment_event(self, pr, comment))
+        return comment
+
+    def _new_comment(self, repo: Repository, number: int, body: str, author: str) -> IssueComment:
+        """A comment on PR or issue `number`, made and kept (no webhook: the caller's)."""
         cid = self.ids.next("comment")
         now = self.clock.now()
         comment = IssueComment(
@@ -1557,29 +1564,13 @@ class FakeGitHub:
         self.user(author)
         self.comments[cid] = comment
         self.nodes[comment.node_id] = comment
-        pr.updated_at = now
-        self._emit("issue_comment", payloads.issue_comment_event(self, pr, comment))
         return comment
 
     def _issue_comment(
         self, repo: Repository, number: int, body: str, *, author: str
     ) -> IssueComment:
         issue = repo.issues[number]
-        cid = self.ids.next("comment")
-        now = self.clock.now()
-        comment = IssueComment(
-            id=cid,
-            node_id=node_id("comment", cid),
-            repo=repo.full_name,
-            issue_number=number,
-            author=author,
-            body=body,
-            created_at=now,
-            updated_at=now,
-        )
-        self.user(author)
-        self.comments[cid] = comment
-        self.nodes[comment.node_id] = comment
+        comment = self._new_comment(repo, number, body, author)
         payload = {
             "action": "created",
             "issue": payloads.plain_issue_json(self, repo, issue),

@@ -40,9 +40,10 @@ from xml.etree.ElementTree import Element, ParseError
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import iterparse
 
+from landbot.core.zips import CORRUPT, read_bounded
+
 Kind = Literal["failure", "error"]
 
-_CHUNK = 1 << 16
 _S_IFMT = 0o170000
 _FAILED = {"failure": "failure", "error": "error"}
 _FLAKY = frozenset({"flakyFailure", "flakyError"})
@@ -398,24 +399,15 @@ def _entry_refused(info: zipfile.ZipInfo, budget: _Budget) -> str:
 
 
 def _inflate(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
-    """The entry's bytes, reading at most one byte past its declared size (a central
-    directory that understates an entry is caught before the rest is inflated)."""
-    chunks: list[bytes] = []
-    got = 0
+    """The entry's bytes, read with core/zips.py's bound."""
     try:
-        with archive.open(info) as entry:
-            while got <= info.file_size:
-                piece = entry.read(min(_CHUNK, info.file_size + 1 - got))
-                if not piece:
-                    break
-                chunks.append(piece)
-                got += len(piece)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error) as exc:
+        data = read_bounded(archive, info)
+    except (*CORRUPT, zlib.error) as exc:
         raise _Refused(f"corrupt ({_one_line(str(exc), 80)})") from None
-    if got != info.file_size:
-        more = "more" if got > info.file_size else "less"
+    if len(data) != info.file_size:
+        more = "more" if len(data) > info.file_size else "less"
         raise _Refused(f"inflates to {more} than the {info.file_size:,} bytes it declares")
-    return b"".join(chunks)
+    return data
 
 
 # --- text -----------------------------------------------------------------------------------
