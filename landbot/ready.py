@@ -14,7 +14,6 @@ from landbot.config import Loc, Settings, env_name, require
 from landbot.errors import LandbotError
 from landbot.sandbox import bwrap
 from landbot.store.db import url_problem
-from landbot.triage.classify import compile_rules
 
 
 def check_ready(
@@ -121,6 +120,10 @@ def _check_work(settings: Settings) -> None:
                 "exist; remove it or create it"
             )
         bwrap.check_read_only(real, os.path.realpath(fixer.state_dir))
+    # Imported here: the triage rules' engine costs a command that checks only the store
+    # (`landbot status`) a tenth of a second it does not need.
+    from landbot.triage.classify import compile_rules
+
     compile_rules(settings.triage.rules)
 
 

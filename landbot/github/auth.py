@@ -15,6 +15,7 @@ injectable so tests can move time.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -82,9 +83,7 @@ class AppAuth:
         import jwt
 
         if self._key is None:
-            from cryptography.hazmat.primitives.serialization import load_pem_private_key
-
-            self._key = load_pem_private_key(self.private_key.encode(), password=None)
+            self._key = _parsed_key(self.private_key)
         iat = int(now - JWT_BACKDATE)
         exp = int(now + JWT_LIFETIME)
         token = jwt.encode(
@@ -216,10 +215,9 @@ def read_private_key(path: Path) -> str:
             "LANDBOT_GITHUB__PRIVATE_KEY_FILE"
         ) from None
     from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
-    from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
     try:
-        key = load_pem_private_key(pem.encode(), password=None)
+        key = _parsed_key(pem)
     except (ValueError, TypeError) as exc:
         raise LandbotError(
             f"the GitHub App private key {path} is not an unencrypted PEM private key ({exc}); "
@@ -230,6 +228,17 @@ def read_private_key(path: Path) -> str:
             f"the GitHub App private key {path} is not an RSA key; GitHub App keys are RSA"
         )
     return pem
+
+
+# Parsing a PEM key checks the RSA key's consistency: about 65 ms of CPU each time. Once per
+# key per process, then, rather than once to check it and again for the first JWT of every
+# client (a worker or a poll makes several). A failure is not cached (lru_cache keeps only
+# results), so a key file mended while landbot runs is read afresh.
+@functools.lru_cache(maxsize=4)
+def _parsed_key(pem: str) -> Any:
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    return load_pem_private_key(pem.encode(), password=None)
 
 
 __all__ = [

@@ -84,6 +84,18 @@ ZERO_SHA = "0" * 40
 PUSH_COMMITS_MAX = 2048
 
 
+def _public_pem(key: Any) -> bytes:
+    pem: bytes = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return pem
+
+
+@functools.lru_cache(maxsize=16)
+def _public_of_pem(private_pem: bytes) -> bytes:
+    return _public_pem(serialization.load_pem_private_key(private_pem, password=None))
+
+
 class FakeGitHubError(Exception):
     """An error GitHub would answer with; `status` for REST, `gql_type` for GraphQL."""
 
@@ -574,10 +586,10 @@ class FakeGitHub:
                     serialization.PrivateFormat.TraditionalOpenSSL,
                     serialization.NoEncryption(),
                 )
-            loaded = serialization.load_pem_private_key(private_pem, password=None)
-            public_key_pem = loaded.public_key().public_bytes(
-                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-            )
+                public_key_pem = _public_pem(key)
+            else:
+                # Parsing checks the key (about 65 ms); a key reused across Apps is parsed once.
+                public_key_pem = _public_of_pem(private_pem)
         aid = app_id if app_id is not None else self.ids.next("app")
         app = App(
             id=aid,

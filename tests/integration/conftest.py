@@ -6,6 +6,7 @@ drives step by step."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -149,6 +150,26 @@ def serving(
         store.close()
 
 
+@functools.cache
+def app_key_pair() -> tuple[bytes, bytes]:
+    """One RSA key (private and public PEM) for every World's App in this test process: the
+    sim's own per-App key costs 70 ms to make and landbot 65 ms to check, per test, and no
+    World's test is about which key it is (tests/github/test_auth.py is)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+    public = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return private, public
+
+
 @contextmanager
 def running_world(tmp_path: Path, database_url: str, *, as_app: bool) -> Iterator[World]:
     """The World, landbot authenticated with a personal token or as the App `acme-landbot`
@@ -156,7 +177,8 @@ def running_world(tmp_path: Path, database_url: str, *, as_app: bool) -> Iterato
     gh = FakeGitHub(tmp_path / "github", webhook_secret=SECRET)
     repo = gh.create_repo(REPO, files=FILES)
     if as_app:
-        app = gh.create_app(SLUG)
+        private, public = app_key_pair()
+        app = gh.create_app(SLUG, private_key_pem=private, public_key_pem=public)
         gh.install_app(app, repos=[repo])
         bot = app.bot_login
         auth = app_auth(app, tmp_path / "app.pem")

@@ -162,3 +162,31 @@ def test_0006_adds_the_ledger_to_a_database_with_rows_and_goes_back(empty_url: s
         assert "test_failures" not in sa.inspect(conn).get_table_names()
     assert [d.pr for d in store.drops()] == [7]
     store.close()
+
+
+def test_the_head_read_from_the_scripts_is_alembics() -> None:
+    """`db.head_revision` reads the scripts' text so that a landbot start need not import
+    alembic: it must name the head alembic itself would, and `current_revision` read the
+    version alembic wrote."""
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(db._alembic_config(None))  # type: ignore[arg-type]
+    assert db.head_revision() == script.get_current_head()
+    assert len(script.get_heads()) == 1
+
+
+@pytest.mark.parametrize("revision", ["0001", "0007"])
+def test_the_revision_read_without_alembic_is_the_one_alembic_reads(
+    tmp_path: Path, revision: str
+) -> None:
+    from alembic.runtime.migration import MigrationContext
+
+    engine = db.make_engine(f"sqlite:///{tmp_path / 'landbot.db'}")
+    assert db.current_revision(engine) is None  # never migrated: no version table
+    db.upgrade(engine, revision)
+    with engine.connect() as conn:
+        theirs = MigrationContext.configure(conn).get_current_revision()
+    assert db.current_revision(engine) == theirs == revision
+    db.upgrade(engine)  # "head" from there: alembic runs, since the store is behind
+    assert db.current_revision(engine) == db.head_revision()
+    engine.dispose()
