@@ -24,14 +24,34 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from landbot.sim.faults import DOCS, SECONDARY_MESSAGE
 
 LIMIT = 5000
+START = 1_800_000_000.0  # a fixed "now" for a FakeTime (2027-01-15)
 HOUR = 3600.0
 PRIMARY_MESSAGE = "API rate limit exceeded for installation ID 1."
+
+
+@dataclass
+class FakeTime:
+    """Epoch seconds that move only when the code sleeps or a test moves them: the clock a
+    test gives both landbot's client and the sim's `Limits`."""
+
+    now: float = START
+    sleeps: list[float] = field(default_factory=list)
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
 
 
 @dataclass
@@ -62,7 +82,7 @@ class Limits:
         self._created: list[float] = []
         self._silent_until = 0.0
         self._on_silence: Callable[[], None] = lambda: None
-        self.hang = 0.0  # real seconds a silent request is held before its (late) answer
+        self.refused = 0  # requests refused by a limit (a client that plans sends none)
 
     # --- what a test sets -------------------------------------------------------------
 
@@ -83,15 +103,12 @@ class Limits:
         with self._lock:
             self._content_per_minute = per_minute
 
-    def silence(
-        self, seconds: float, *, hang: float, on_request: Callable[[], None] = lambda: None
-    ) -> None:
-        """Answer nothing for `seconds`: a request then is held `hang` real seconds (longer
-        than the client waits) and `on_request` runs (a test moves its clock on by the
-        client's timeout there: the time the client spent waiting)."""
+    def silence(self, seconds: float, *, on_request: Callable[[], None] = lambda: None) -> None:
+        """Answer nothing for `seconds`: a request then has its connection broken off before
+        any answer, and `on_request` runs (a test moves its clock on by the client's timeout
+        there: the time a client would have waited for the answer that never came)."""
         with self._lock:
             self._silent_until = self.clock() + seconds
-            self.hang = hang
             self._on_silence = on_request
 
     # --- what the server asks ---------------------------------------------------------
@@ -110,25 +127,31 @@ class Limits:
         counted against the window, as with GitHub)."""
         with self._lock:
             now = self.clock()
-            if now < self._hold_until:
-                return _secondary(self._hold_until - now)
-            window = self._windows.get(resource)
-            if window is not None and now >= window.reset:
-                del self._windows[resource]  # refilled
-                window = None
-            if window is not None and window.remaining <= 0:
-                return _primary(resource, window.reset)
-            if content and self._content_per_minute is not None:
-                recent = [t for t in self._created if t > now - 60]
-                if len(recent) >= self._content_per_minute:
-                    wait = recent[-self._content_per_minute] + 60 - now
-                    self._hold_until = now + wait
-                    return _secondary(wait)
-            if content:
-                self._created.append(now)
-            if window is not None:
-                window.remaining -= 1
-            return None
+            refusal = self._refusal(resource, content, now)
+            if refusal is not None:
+                self.refused += 1
+            return refusal
+
+    def _refusal(self, resource: str, content: bool, now: float) -> Refusal | None:
+        if now < self._hold_until:
+            return _secondary(self._hold_until - now)
+        window = self._windows.get(resource)
+        if window is not None and now >= window.reset:
+            del self._windows[resource]  # refilled
+            window = None
+        if window is not None and window.remaining <= 0:
+            return _primary(resource, window.reset)
+        if content and self._content_per_minute is not None:
+            recent = [t for t in self._created if t > now - 60]
+            if len(recent) >= self._content_per_minute:
+                wait = recent[-self._content_per_minute] + 60 - now
+                self._hold_until = now + wait
+                return _secondary(wait)
+        if content:
+            self._created.append(now)
+        if window is not None:
+            window.remaining -= 1
+        return None
 
     def headers(self, credential: str | None, resource: str) -> dict[str, str]:
         """The `x-ratelimit-*` headers of an answer given now."""
