@@ -18,6 +18,7 @@ import pytest
 from landbot.config import Settings
 from landbot.github.budget import BudgetPolicy, Planner
 from landbot.github.client import GitHubClient
+from landbot.intake.poll import sweep_report
 from landbot.land.comments import STATUS_MARKER
 from landbot.pipeline.process import Lander
 from landbot.pipeline.worker import Worker
@@ -186,3 +187,23 @@ def test_github_answering_nothing_for_60_s_then_the_drop_finishes_once(
         assert len(sent) == DROP_CALLS + 2
         assert all(r.at >= START + 60 for r in sent if r.status != 0)
         assert w.time.sleeps == [0.75, 1.5]
+
+
+def test_a_sweep_under_the_reserve_yields_while_a_drop_still_goes(
+    tmp_path: Path, database_url: str
+) -> None:
+    with limited_world(tmp_path, database_url) as w:
+        # 400 GraphQL points of 5,000 left: under the sweep's reserve (10 %).
+        w.limits.primary(400, reset_in=600, resources=("graphql",))
+        now, repo = w.world.gh.clock.now(), w.world.repo.full_name
+        first = sweep_report(w.world.store, w.world.client, repo, now=now)
+        assert first.deferred is None and w.world.calls() == 1  # control: it went
+        second = sweep_report(w.world.store, w.world.client, repo, now=now)
+        assert second.deferred is not None and "399 of 5000 graphql left" in second.deferred
+        assert w.world.calls() == 1  # the second sent nothing
+
+        before = w.drop()
+        w.world.settle()  # a drop's calls still go, on the same budget
+        w.assert_done_once()
+        assert w.world.calls() - before == DROP_CALLS
+        assert w.time.sleeps == [] and w.limits.refused == 0
