@@ -444,6 +444,35 @@ class StoreSettings(_Section):
     )
 
 
+class BudgetSettings(_Section):
+    """GitHub's limits per App installation, kept by landbot.github.budget (issue 28): a
+    call waits while a limit holds; a sweep's read is put off under its reserve."""
+
+    sweep_reserve: float = Field(
+        0.10,
+        ge=0,
+        le=1,
+        description="share of the primary budget (per installation and resource) a poll "
+        "sweep leaves to webhook-driven work: under it the sweep waits for the next round",
+    )
+    content_reserve: float = Field(
+        0.02,
+        ge=0,
+        le=1,
+        description="share of the primary budget a comment, issue, reaction or check run "
+        "leaves to re-reads and re-enqueues: under it, it waits for the reset",
+    )
+    concurrency: int = Field(
+        100, ge=1, description="requests in flight at once per installation (GitHub: ~100)"
+    )
+    content_per_minute: int = Field(
+        80, ge=1, description="content-creating requests a minute per installation (GitHub: 80)"
+    )
+    content_per_hour: int = Field(
+        500, ge=1, description="content-creating requests an hour per installation (GitHub: 500)"
+    )
+
+
 class BreakerSettings(_Section):
     """When the repository is the problem (issue 27): a red base branch, and a breaker per
     repository that holds drops that are not their pull requests' fault."""
@@ -595,6 +624,7 @@ class Settings(BaseSettings):
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
     breaker: BreakerSettings = Field(default_factory=BreakerSettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
     web: WebSettings = Field(default_factory=WebSettings)
     flaky_issues: FlakyIssuesSettings = Field(default_factory=FlakyIssuesSettings)
     notify: NotifySettings = Field(default_factory=NotifySettings)

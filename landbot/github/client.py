@@ -27,7 +27,7 @@ from urllib.parse import quote, urljoin
 
 from landbot.config import GitHubSettings
 from landbot.core.tls import client_context
-from landbot.github import documents, parse
+from landbot.github import budget, documents, parse
 from landbot.github.auth import AppAuth, Auth, make_auth
 from landbot.github.errors import (
     GitHubError,
@@ -155,8 +155,11 @@ class GitHubClient:
         auth: Auth | None = None,
         timeout: float = 30.0,
         mutation_gap: float = 1.0,
+        planner: budget.Planner | None = None,
     ) -> None:
         self.settings = settings
+        # Every request waits here while a limit of its installation holds (budget.py).
+        self.planner = planner or budget.Planner(clock=clock, sleep=sleep)
         self.calls = 0
         self.auth: Auth = auth if auth is not None else make_auth(settings, clock=clock)
         self.mutation_gap = mutation_gap  # GitHub asks for ~1 s between mutations
@@ -822,22 +825,43 @@ class GitHubClient:
         from githubkit.exception import RequestError, RequestFailed, RequestTimeout
 
         gh = self._github()
-        self.calls += 1
-        try:
-            response = gh.request(
-                method, url, params=params, json=json, headers=self._headers(authorization, accept)
-            )
-        except RequestFailed as exc:  # includes githubkit's rate-limit subclasses
-            self._observe(url, exc.response.raw_response)
-            raise self._http_error(exc.response.raw_response) from None
-        except RequestTimeout as exc:
-            self._observe(url, None)
-            raise network_error(exc.exc, method, url) from exc
-        except RequestError as exc:
-            self._observe(url, None)
-            raise network_error(exc.exc, method, url) from exc
-        self._observe(url, response.raw_response)
-        return response.raw_response
+        with self._slot(method, url) as answered:
+            self.calls += 1
+            try:
+                response = gh.request(
+                    method,
+                    url,
+                    params=params,
+                    json=json,
+                    headers=self._headers(authorization, accept),
+                )
+            except RequestFailed as exc:  # includes githubkit's rate-limit subclasses
+                raw = exc.response.raw_response
+                self._observe(url, raw)
+                answered(raw.status_code, raw.headers, error_message(raw))
+                raise self._http_error(raw) from None
+            except RequestTimeout as exc:
+                self._observe(url, None)
+                raise network_error(exc.exc, method, url) from exc
+            except RequestError as exc:
+                self._observe(url, None)
+                raise network_error(exc.exc, method, url) from exc
+            self._observe(url, response.raw_response)
+            answered(response.raw_response.status_code, response.raw_response.headers, "")
+            return response.raw_response
+
+    def _slot(
+        self, method: str, url: str
+    ) -> AbstractContextManager[Callable[[int, Mapping[str, str], str], None]]:
+        """The planner's go-ahead for one request of the installation being served."""
+        content = budget.is_content_creation(method, url)
+        priority = budget.current_priority()
+        if content and priority == "work":
+            priority = "content"
+        resource = "graphql" if url == self.settings.graphql_url else "core"
+        return self.planner.request(
+            budget.Request(self._installation, resource, priority, content=content)
+        )
 
     def _observe(self, url: str, response: httpx.Response | None) -> None:
         """Report one request to CALL_OBSERVERS (nothing to do when there are none)."""
@@ -1071,16 +1095,18 @@ class GitHubClient:
         """One attempt: ask the API (no redirect following), then open the log stream."""
         import httpx
 
-        self.calls += 1
         with ExitStack() as attempt:
             client = attempt.enter_context(self._github().get_sync_client())
             request = client.build_request("GET", path, headers=self._headers(authorization))
-            try:
-                response = client.send(request, stream=True, follow_redirects=False)
-            except httpx.TransportError as exc:
-                self._observe(path, None)
-                raise network_error(exc, "GET", str(request.url)) from exc
-            self._observe(path, response)  # the API's answer (the redirect), not the download
+            with self._slot("GET", path) as answered:
+                self.calls += 1
+                try:
+                    response = client.send(request, stream=True, follow_redirects=False)
+                except httpx.TransportError as exc:
+                    self._observe(path, None)
+                    raise network_error(exc, "GET", str(request.url)) from exc
+                self._observe(path, response)  # the API's answer (the redirect), not the download
+                answered(response.status_code, response.headers, "")
             attempt.callback(response.close)
             if response.is_redirect and "location" in response.headers:
                 target = urljoin(str(request.url), response.headers["location"])

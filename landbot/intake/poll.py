@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from landbot import logs
 from landbot.core.groups import removed_this_head
+from landbot.github import budget
 from landbot.github.models import PullRemovals, QueueEvent
 from landbot.github.ops import SweepOps
 from landbot.intake.events import record_drop
@@ -59,6 +60,8 @@ class SweepResult:
     new: list[int] = field(default_factory=list)  # ids of the drops this sweep recorded
     seen: list[int] = field(default_factory=list)  # drops another door had recorded already
     unmatched: list[Unmatched] = field(default_factory=list)
+    # Why this sweep sent nothing (the primary budget under the sweep's reserve), or None.
+    deferred: str | None = None
 
 
 def why_not_removed(
@@ -111,7 +114,16 @@ def sweep_report(
 ) -> SweepResult:
     """`sweep`, also saying which removals were already drops and which match no head."""
     result = SweepResult()
-    for pr in gh.queue_removals(repo, first=first):
+    try:
+        # A sweep reads with what webhook-driven work leaves: under the reserve it waits
+        # for the next round (the removals stay in the timeline until then).
+        with budget.sweeping():
+            found = gh.queue_removals(repo, first=first)
+    except budget.Deferred as exc:
+        logs.event(log, "sweep deferred", logging.WARNING, repo=repo, why=str(exc))
+        result.deferred = str(exc)
+        return result
+    for pr in found:
         if pr.in_merge_queue or not pr.events:
             continue
         last = pr.events[-1]

@@ -49,9 +49,10 @@ def make_github(settings: Settings) -> GitHubClient:
             f"setting LANDBOT_GITHUB__PRIVATE_KEY_FILE names {gh.private_key_file}, which does "
             "not exist; point it at the App's private key (PEM)"
         )
+    from landbot.github.budget import BudgetPolicy, Planner
     from landbot.github.client import GitHubClient
 
-    return GitHubClient(gh)
+    return GitHubClient(gh, planner=Planner(BudgetPolicy.from_settings(settings.budget)))
 
 
 def make_repo_settings(settings: Settings, store: Store, gh: GitHubClient) -> RepoSettings:

@@ -22,6 +22,7 @@ class RecordedRequest:
     status: int
     operation: str | None = None  # the GraphQL operation name
     authorized: bool = False  # an Authorization header was sent
+    at: float = 0.0  # when it arrived, on the server's Limits clock (epoch seconds)
 
 
 class RequestLog:
@@ -74,6 +75,7 @@ class Fault:
     operation: str | None = None
     take_effect: bool = False  # do the work, then answer with the failure anyway
     path: str | None = None  # only requests whose path contains this (one commit's route)
+    hold: float = 0.0  # seconds every request is refused after this one (a secondary limit)
 
     def matches(self, route: str, operation: str | None, path: str | None = None) -> bool:
         """A fault with a `path` matches only a request whose path contains it."""
@@ -133,8 +135,11 @@ class Faults:
         times: int = 1,
         status: int = 403,
         operation: str | None = None,
+        holds: bool = False,
     ) -> Fault:
-        """403 (or 429) with `retry-after`, GitHub's answer to too many requests at once."""
+        """403 (or 429) with `retry-after`, GitHub's answer to too many requests at once.
+        With `holds`, every request until `retry-after` passes is refused too, as GitHub
+        does (the server's Limits clock)."""
         return self.add(
             Fault(
                 route,
@@ -147,6 +152,7 @@ class Faults:
                     "status": str(status),
                 },
                 operation=operation,
+                hold=float(retry_after) if holds else 0.0,
             )
         )
 

@@ -4,6 +4,7 @@
         server.url            # http://127.0.0.1:<free port>, REST root; GraphQL at /graphql
         server.requests       # RequestLog: counts per "METHOD /template"
         server.faults         # Faults: make the next N requests to a route fail
+        server.limits         # Limits: GitHub's rate limits, enforced where a test sets them
 
 Every request is counted, may meet an injected fault, then is authenticated (401 without a
 valid credential), then answered from the model after `gh.sync()` noticed any git pushes.
@@ -32,38 +33,36 @@ from landbot.sim.actions import ACTION_ROUTES
 from landbot.sim.auth import AuthError, authenticate
 from landbot.sim.faults import Fault, Faults, RecordedRequest, RequestLog
 from landbot.sim.graphql_api import operation_name
+from landbot.sim.limits import Limits, Refusal
 from landbot.sim.model import FakeGitHub, FakeGitHubError
 from landbot.sim.payloads import Urls
 from landbot.sim.rest import ROUTES, BadRequest, Call, RouteSpec, error
 from landbot.sim.state import App
 
 
-class RateCounter:
-    """x-ratelimit-* headers per credential and resource (informational: never enforced)."""
-
-    LIMIT = 5000
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._used: dict[tuple[str, str], int] = {}
-
-    def headers(self, credential: str | None, resource: str) -> dict[str, str]:
-        window = int(time.time()) // 3600
-        key = (f"{credential}:{window}", resource)
-        with self._lock:
-            used = self._used.get(key, 0) + 1
-            self._used[key] = used
-        return {
-            "x-ratelimit-limit": str(self.LIMIT),
-            "x-ratelimit-remaining": str(max(0, self.LIMIT - used)),
-            "x-ratelimit-used": str(used),
-            "x-ratelimit-reset": str((window + 1) * 3600),
-            "x-ratelimit-resource": resource,
-        }
-
-
 def _fault_response(fault: Fault) -> Response:
     return JSONResponse(fault.body, status_code=fault.status, headers=fault.headers)
+
+
+def _refused(refusal: Refusal) -> Response:
+    return JSONResponse(refusal.body, status_code=refusal.status, headers=refusal.headers)
+
+
+class _NoAnswer(Response):
+    """GitHub answering nothing: the connection breaks off before any answer is read (the
+    client sees what it sees when its timeout ends: no answer, the request maybe acted on)."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        raise ConnectionAbortedError("the fake GitHub answers nothing (Limits.silence)")
+
+
+# REST routes GitHub counts as creating content (its 80-a-minute, 500-an-hour limit).
+_CONTENT_ROUTES = ("/comments", "/issues", "/reactions", "/check-runs")
+
+
+def _creates_content(spec: RouteSpec) -> bool:
+    return spec.method == "POST" and spec.template.endswith(_CONTENT_ROUTES)
 
 
 class ModelRef:
@@ -80,15 +79,17 @@ def create_app(
     faults: Faults | None = None,
     extra_routes: list[Route] | None = None,
     blob_url: str | None = None,
+    limits: Limits | None = None,
 ) -> Starlette:
     ref = gh if isinstance(gh, ModelRef) else ModelRef(gh)
     requests = requests if requests is not None else RequestLog()
     faults = faults if faults is not None else Faults()
     blob_secret = secrets.token_bytes(32)
-    rates = RateCounter()
+    rates = limits if limits is not None else Limits()
 
     def endpoint(spec: RouteSpec) -> Callable[[Request], Awaitable[Response]]:
         async def handle(request: Request) -> Response:
+            arrived = rates.clock()
             body = await request.body()
             operation = None
             if spec.template == "/graphql":
@@ -96,6 +97,13 @@ def create_app(
                     operation = operation_name(json.loads(body or b"null"))
                 except ValueError:
                     operation = None
+            if rates.silent():
+                requests.record(
+                    RecordedRequest(
+                        spec.method, request.url.path, spec.key, 0, operation, at=arrived
+                    )
+                )
+                return _NoAnswer()
             response = _answer(spec, request, body, operation)
             response.headers.setdefault("x-github-request-id", uuid.uuid4().hex[:20].upper())
             version = request.headers.get("x-github-api-version", "2022-11-28")
@@ -108,6 +116,7 @@ def create_app(
                     status=response.status_code,
                     operation=operation,
                     authorized="authorization" in request.headers,
+                    at=arrived,
                 )
             )
             return response
@@ -118,8 +127,14 @@ def create_app(
         fault = faults.take_at(spec.key, operation, request.url.path) or faults.take(
             spec.key, operation
         )
+        if fault is not None and fault.hold:
+            rates.hold(fault.hold)
         if fault is not None and not fault.take_effect:
             return _fault_response(fault)
+        if spec.auth == "token":
+            refusal = rates.refusal(spec.resource, content=_creates_content(spec))
+            if refusal is not None:
+                return _refused(refusal)
         gh = ref.gh
         try:
             gh.sync()
@@ -260,9 +275,12 @@ class FakeGitHubServer:
         port: int = 0,
         control: bool = False,
         extra_routes: list[Route] | None = None,
+        limits: Limits | None = None,
     ) -> None:
-        """`control=True` adds the /_fake/... routes that drive the model over HTTP."""
+        """`control=True` adds the /_fake/... routes that drive the model over HTTP;
+        `limits` (GitHub's rate limits, on a test's clock) is a new `Limits()` unless given."""
         self._ref = ModelRef(gh)
+        self.limits = limits if limits is not None else Limits()
         self.requests = RequestLog()
         self.faults = Faults()
         self._sock = free_socket(host, port)
@@ -282,6 +300,7 @@ class FakeGitHubServer:
             faults=self.faults,
             extra_routes=routes,
             blob_url=self.blob_url,
+            limits=self.limits,
         )
         self._background = BackgroundServer(self.app, [self._sock, self._blob_sock])
 

@@ -50,6 +50,7 @@ from prometheus_client.utils import floatToGoString
 
 from landbot import __version__
 from landbot.core.model import WAITING
+from landbot.github import budget
 from landbot.github import client as github_client
 from landbot.github.client import CallRecord
 from landbot.pipeline import worker as worker_module
@@ -471,6 +472,55 @@ def webhook_family(counters: DeliveryCounters) -> CounterMetricFamily:
     return family
 
 
+def budget_families(planners: Iterable[budget.Planner]) -> list[GaugeMetricFamily]:
+    """What this process's budget planners know now (landbot.github.budget): the primary
+    budget left and the time to its reset per installation and resource, the calls waiting
+    and the secondary hold per installation. Several planners in one process (one per
+    client) are folded the careful way: the least left, the latest reset, the longest hold,
+    the calls waiting summed."""
+    left: dict[tuple[str, str], float] = {}
+    reset: dict[tuple[str, str], float] = {}
+    waiting: Tally[str] = Tally()
+    held: dict[str, float] = {}
+    for planner in list(planners):
+        for f in planner.figures():
+            key = (f.installation, f.resource)
+            left[key] = min(left.get(key, f.remaining), f.remaining)
+            reset[key] = max(reset.get(key, 0.0), f.reset_in)
+        waiting.update(planner.waiting())
+        for name, seconds in planner.held().items():
+            held[name] = max(held.get(name, 0.0), seconds)
+    by_resource = ["installation", "resource"]
+    remaining = GaugeMetricFamily(
+        "landbot_budget_remaining",
+        "GitHub's primary budget this process counts as left (the last answer's "
+        "X-RateLimit-Remaining, less the requests sent since), by installation and resource.",
+        labels=by_resource,
+    )
+    to_reset = GaugeMetricFamily(
+        "landbot_budget_reset_seconds",
+        "Seconds until that budget refills, by installation and resource.",
+        labels=by_resource,
+    )
+    calls = GaugeMetricFamily(
+        "landbot_budget_calls_waiting",
+        "GitHub calls of this process waiting for a limit to pass, by installation.",
+        labels=["installation"],
+    )
+    hold = GaugeMetricFamily(
+        "landbot_budget_hold_seconds",
+        "Seconds a secondary rate limit still holds every call of the installation.",
+        labels=["installation"],
+    )
+    for key in sorted(left):
+        remaining.add_metric(list(key), left[key])
+        to_reset.add_metric(list(key), reset[key])
+    for name in sorted(set(waiting) | set(held)):
+        calls.add_metric([name], waiting[name])
+        hold.add_metric([name], held.get(name, 0.0))
+    return [remaining, to_reset, calls, hold]
+
+
 @dataclass(frozen=True)
 class _Scrape:
     """One scrape's families: the process's registry, then the families built for it."""
@@ -488,9 +538,14 @@ def render(
     figures: StoreFigures | None,
     *,
     process: ProcessMetrics = PROCESS,
+    planners: Iterable[budget.Planner] = budget.PLANNERS,
 ) -> bytes:
     """The exposition text; `figures` is None when the store could not be read."""
-    families: list[Metric] = [webhook_family(counters), *store_families(figures)]
+    families: list[Metric] = [
+        webhook_family(counters),
+        *budget_families(planners),
+        *store_families(figures),
+    ]
     if figures is not None:
         families.append(flaky_family(figures.flaky))
     return generate_latest(_Scrape(process.registry, families))

@@ -8,7 +8,7 @@ a request that was not expected, fails the test.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,24 +20,9 @@ from pydantic import SecretStr
 from landbot.config import GitHubSettings
 from landbot.github.client import GitHubClient
 from landbot.github.retry import RetryPolicy
+from landbot.sim.limits import FakeTime  # moves only when the code sleeps
 
 API = "https://api.test"  # the tests' modules spell it out too
-START = 1_800_000_000.0  # a fixed "now" (2027-01-15) for the fake clock
-
-
-@dataclass
-class FakeTime:
-    """A clock that moves only when the code sleeps (or a test moves it)."""
-
-    now: float = START
-    sleeps: list[float] = field(default_factory=list)
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 @pytest.fixture

@@ -250,6 +250,10 @@ def test_every_family_is_there_with_its_type_and_unit(sqlite_store: Store) -> No
         "landbot_github_rate_limit_remaining": "gauge",
         "landbot_github_rate_limit_quota": "gauge",
         "landbot_github_rate_limit_reset_timestamp_seconds": "gauge",
+        "landbot_budget_remaining": "gauge",
+        "landbot_budget_reset_seconds": "gauge",
+        "landbot_budget_calls_waiting": "gauge",
+        "landbot_budget_hold_seconds": "gauge",
         "landbot_fixer_run_duration_seconds": "histogram",
         "landbot_build_info": "gauge",
         "landbot_webhook_deliveries_total": "counter",
@@ -503,6 +507,22 @@ def test_github_calls_are_counted_with_the_rate_limit_left(
     assert value(got, "landbot_github_rate_limit_quota", installation="token", resource="core")
     reset = "landbot_github_rate_limit_reset_timestamp_seconds"
     assert value(got, reset, installation="token", resource="core") == 1_800_000_600
+
+
+def test_the_budget_left_its_reset_and_the_calls_waiting(httpx_mock: HTTPXMock) -> None:
+    now = 1_800_000_000.0
+    httpx_mock.add_response(url=PERMISSION, json={"permission": "write"}, headers=RATE)
+    settings = GitHubSettings(api_url=API, token=SecretStr("tok-123"))
+    with GitHubClient(settings, sleep=lambda s: None, clock=lambda: now) as gh:
+        got = samples(prom.render(DeliveryCounters(), None, planners=[gh.planner]).decode())
+        assert not any(k[0] == "landbot_budget_remaining" for k in got)  # control: unknown
+        gh.collaborator_permission("octo/widgets", "alice")
+        gh.planner._state("token").hold_until = now + 30  # as a secondary limit leaves it
+        got = samples(prom.render(DeliveryCounters(), None, planners=[gh.planner]).decode())
+    assert value(got, "landbot_budget_remaining", installation="token", resource="core") == 4999
+    assert value(got, "landbot_budget_reset_seconds", installation="token", resource="core") == 600
+    assert value(got, "landbot_budget_calls_waiting", installation="token") == 0
+    assert value(got, "landbot_budget_hold_seconds", installation="token") == 30
 
 
 def test_a_call_that_got_no_answer_is_counted_as_an_error(
