@@ -256,13 +256,18 @@ class Lander:
 
     def base_red(self, drop: Drop, pr: PrSnapshot, evidence: Evidence) -> Evidence:
         """The evidence with the failed jobs that fail the same way on the base's newest
-        run (one call for its checks, and the log of each job failed there too)."""
+        run, and those that fail there at all (one call for its checks, and the log of each
+        job failed there too)."""
         base_ref = drop.base_ref or pr.base_ref
         found = self.base_reader().red(self.gh, drop.repo, base_ref, evidence)
         if not found.red:
-            return evidence
+            return dataclasses.replace(evidence, base_failed=found.failed)
         return dataclasses.replace(
-            evidence, base_red=found.red, base_red_sha=found.sha, base_red_url=found.url
+            evidence,
+            base_red=found.red,
+            base_red_sha=found.sha,
+            base_red_url=found.url,
+            base_failed=found.failed,
         )
 
     def hold_sweep(self, repo: str) -> dt.datetime | None:
@@ -378,9 +383,7 @@ class Lander:
                 continue
             evidence = evidence_from(row.plan)
             outcome = str(row.plan.get("outcome", row.outcome))
-            sig = br.signal_of(
-                row.id, row.drop, outcome, evidence, row.observed_at, _signature(evidence, policy)
-            )
+            sig = _signal(row.id, row.drop, outcome, evidence, row.observed_at, policy)
             if sig is not None:
                 out.append(sig)
         return out
@@ -398,9 +401,7 @@ class Lander:
         if not state.open:
             now = utcnow()
             policy = self.policy_for(drop.repo)
-            mine = br.signal_of(
-                drop_id, drop, decision.outcome, evidence, now, _signature(evidence, policy)
-            )
+            mine = _signal(drop_id, drop, decision.outcome, evidence, now, policy)
             signals = [s for s in self.signals(drop.repo, now, bp.window) if s.drop_id != drop_id]
             opening = br.should_open(
                 [*signals, *([mine] if mine else [])],
@@ -518,6 +519,21 @@ class Lander:
             _decided(decision, evidence, None, resumed=False)
             self._act_release(drop_id, row.drop, decision, evidence, pr)
         return len(order)
+
+
+def _signal(
+    drop_id: int, drop: Drop, outcome: str, evidence: Evidence, at: dt.datetime, policy: Policy
+) -> br.Signal | None:
+    """What a decided drop says about its repository, as the breaker counts it."""
+    return br.signal_of(
+        drop_id,
+        drop,
+        outcome,
+        evidence,
+        at,
+        _signature(evidence, policy),
+        on_base=br.shows_on_base(evidence, policy),
+    )
 
 
 def _signature(evidence: Evidence, policy: Policy) -> str:

@@ -159,3 +159,36 @@ def test_a_worker_killed_while_releasing_loses_nothing(world: World) -> None:
     queue = world.gh.queue(world.repo)
     assert queue is not None
     assert [e.pr.number for e in queue.entries] == [p.number for p in prs]
+
+
+def test_the_same_failure_on_three_prs_and_on_the_base_opens_the_breaker(world: World) -> None:
+    """The base fails the job another way (not a red base for any one drop), and three pull
+    requests fail it the same way: `same_failure_prs` (3) opens the breaker, not two."""
+    red_base(world, OTHER)
+    wanted = world.settings.breaker.same_failure_prs
+    assert wanted == 3  # the default
+    for n in range(wanted):
+        assert world.store.breaker(world.repo.full_name) is None, n
+        queue_and_fail(world, f"feat-s{n}", RED, files={f"s{n}.py": f"x = {n}\n"})
+        world.settle()
+    drops = world.store.drops()
+    assert all(d.plan and d.plan["evidence"]["base_failed"] == ["test"] for d in drops)
+    breaker = world.store.breaker(world.repo.full_name)
+    assert breaker is not None and breaker.open and breaker.cause == "same_failure"
+    [issue] = world.gh.issues_of(world.repo)
+    assert "the same failure on several pull requests" in issue.title
+
+
+def test_control_the_same_failure_the_base_does_not_show_is_each_prs_own(world: World) -> None:
+    """Sibling PRs each failing the same test the same way while the base never ran the job
+    (as GitHub's worlds of one broken change per PR do): no breaker, each handed back."""
+    prs = []
+    for n in range(4):
+        pr, _ = queue_and_fail(world, f"feat-o{n}", RED, files={f"o{n}.py": f"x = {n}\n"})
+        world.settle()
+        prs.append(pr)
+    assert world.store.breaker(world.repo.full_name) is None
+    assert [d.outcome for d in world.store.drops()] == ["handed_back"] * 4
+    for pr in prs:
+        assert len(handbacks(world, pr.number)) == 1
+    assert world.gh.issues_of(world.repo) == []
