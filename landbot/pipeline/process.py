@@ -11,7 +11,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
-from collections.abc import Callable
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from landbot import logs
@@ -27,7 +30,7 @@ from landbot.land.model import Decision, Policy
 from landbot.land.plan import evidence_from, plan_from, plan_json
 from landbot.notify import enabled as notify_enabled
 from landbot.notify import notify
-from landbot.store import Store, utcnow
+from landbot.store import Store, StoredDrop, utcnow
 from landbot.triage.base_red import BaseReader, base_state, job_signature
 from landbot.triage.gather import Gatherer
 
@@ -35,6 +38,12 @@ log = logging.getLogger("landbot.pipeline")
 Gather = Callable[[GitHubOps, Store, Drop], Evidence]
 # The repository's job that looks at its waiting drops again (a red base, the breaker).
 HOLD_JOB = "hold"
+# The kind of job row that leases a PR while the hold job releases one of its drops; how
+# long that lease lasts (a release is a few calls), and how soon the hold job looks again
+# at a drop whose PR another job held.
+RELEASE_JOB = "release"
+RELEASE_LEASE = dt.timedelta(minutes=2)
+BUSY_RECHECK = dt.timedelta(seconds=15)
 
 
 class Lander:
@@ -282,32 +291,73 @@ class Lander:
         """Look at the repository's waiting drops again, oldest first (the order they go back
         in the queue): each whose base turned green is re-enqueued, each past the wait is
         handed back. Returns when to look again (None: nothing waits any more). One call
-        for the base's checks per base branch, then the calls of each drop released."""
+        for the base's checks per base branch, then the calls of each drop released. Each
+        drop is looked at under its PR's lease (`pr_lease`); one whose PR another job holds
+        is looked at again soon, and so are the PR's later drops (its own order holds)."""
         policy = self.policy_for(repo)
         now = utcnow()
         states: dict[str, dict[str, str] | None] = {}
         later = False
+        busy: set[int] = set()
         for row in self.store.waiting_drops(repo, ("waiting_base",)):
-            plan = row.plan or {}
-            if plan.get("stage") == "release":
-                self._finish_release(row.id, row.drop, plan)  # a worker died releasing it
+            if row.drop.pr in busy:
                 continue
-            evidence = evidence_from(plan) if plan else Evidence()
-            ref = str(plan.get("base_ref") or row.drop.base_ref or "main")
-            if ref not in states:
-                checks = self.base_reader().checks(self.gh, repo, ref)
-                states[ref] = (
-                    None if checks is None else {n: base_state(c) for n, c in checks.items()}
-                )
-            since = _when(plan.get("since")) or row.drop.observed_at or now
-            verdict = d.base_verdict(evidence, states[ref], now - since, policy)
-            if verdict == "wait":
-                later = True
-                continue
-            self._release(row.id, row.drop, evidence, verdict, policy)
+            with self.pr_lease(row.id) as held:
+                fresh = self.store.drop(row.id) if held else None
+                if not held:
+                    busy.add(row.drop.pr)
+                elif fresh is not None and fresh.outcome == "waiting_base":
+                    later |= self._look_again(fresh, states, now, policy)
+        if busy:
+            return now + BUSY_RECHECK
         if not later:
             return None
         return now + dt.timedelta(minutes=self.settings.breaker.recheck_minutes)
+
+    def _look_again(
+        self,
+        row: StoredDrop,
+        states: dict[str, dict[str, str] | None],
+        now: dt.datetime,
+        policy: Policy,
+    ) -> bool:
+        """One waiting drop looked at again (its PR leased): released when its base is green
+        or its wait is over. True when it still waits. `states`: the base's checks by base
+        branch, read once per sweep."""
+        plan = row.plan or {}
+        if plan.get("stage") == "release":
+            self._finish_release(row.id, row.drop, plan)  # a worker died releasing it
+            return False
+        evidence = evidence_from(plan) if plan else Evidence()
+        ref = str(plan.get("base_ref") or row.drop.base_ref or "main")
+        if ref not in states:
+            checks = self.base_reader().checks(self.gh, row.drop.repo, ref)
+            states[ref] = None if checks is None else {n: base_state(c) for n, c in checks.items()}
+        since = _when(plan.get("since")) or row.drop.observed_at or now
+        verdict = d.base_verdict(evidence, states[ref], now - since, policy)
+        if verdict == "wait":
+            return True
+        self._release(row.id, row.drop, evidence, verdict, policy)
+        return False
+
+    @contextmanager
+    def pr_lease(self, drop_id: int) -> Iterator[bool]:
+        """The drop's pull request leased while the hold job releases the drop, as every job
+        of a PR holds it (`Store.claim_pr`): no other job of the PR (its next drop, a fix
+        job, a command) runs meanwhile, nor does this release while one of them runs.
+        Yields False, holding nothing, while another job of the PR is leased."""
+        owner = f"release:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        job = self.store.claim_pr(drop_id, owner, RELEASE_LEASE, RELEASE_JOB)
+        if job is None:
+            yield False
+            return
+        try:
+            yield True
+        except BaseException as exc:
+            # The hold job is retried (or resumes the release from the drop's plan).
+            self.store.finish_job(job, owner, "cancelled", error=str(exc)[:2000])
+            raise
+        self.store.finish_job(job, owner, "done")
 
     def _release(
         self, drop_id: int, drop: Drop, evidence: Evidence, verdict: d.BaseVerdict, policy: Policy
@@ -477,48 +527,77 @@ class Lander:
                 self.issues.write(repo)
                 return recheck
             self.close_breaker(repo, by="landbot")
-            return None
-        if row.issue_state == "open" or self.store.waiting_drops(repo, ("held",)):
+        elif row.issue_state == "open" or self.store.waiting_drops(repo, ("held",)):
             self.release_held(repo)  # closed by a person, or a worker died releasing
             self.issues.write(repo)
-        return None
+        # A drop still held here waits for its PR's other job: looked at again soon.
+        return now + BUSY_RECHECK if self.store.waiting_drops(repo, ("held",)) else None
 
     def close_breaker(self, repo: str, *, by: str) -> bool:
         """Close the repository's breaker (its cause is gone, or a maintainer said so), put
-        its held drops back in the queue in their order, and close its issue."""
+        its held drops back in the queue in their order, and close its issue. A held drop
+        whose PR another job holds is left to the hold job, queued to look again soon."""
         closed = self.store.close_breaker(repo, by=by, at=utcnow())
         if closed:
             logs.event(log, "breaker closed", logging.WARNING, repo=repo, by=by)
-        self.release_held(repo)
+        if self.release_held(repo)[1]:
+            self.store.ensure_repo_job(HOLD_JOB, repo, utcnow() + BUSY_RECHECK)
         self.issues.write(repo)
         return closed
 
-    def release_held(self, repo: str) -> int:
+    def release_held(self, repo: str) -> tuple[int, int]:
         """The held drops, in the order they were dropped: each decided again now the
-        breaker is closed (re-enqueued within the per-PR caps). Returns how many."""
+        breaker is closed (re-enqueued within the per-PR caps), under its PR's lease
+        (`pr_lease`). A drop whose PR another job holds stays held, and so do the PR's
+        later drops (its own order holds), for the next look. Returns how many were
+        released and how many stayed for that reason."""
         if self.breaker_state(repo).open:
-            return 0
+            return 0, 0
         rows = {r.id: r for r in self.store.waiting_drops(repo, ("held",))}
         order = br.release_order([(r.id, r.observed_at) for r in rows.values()])
         policy = self.policy_for(repo)
+        busy: set[int] = set()
+        released = left = 0
         for drop_id in order:
-            row = rows[drop_id]
-            plan = row.plan or {}
-            if plan.get("stage") == "release":
-                self._finish_release(row.id, row.drop, plan)
+            if rows[drop_id].drop.pr in busy:
+                left += 1
                 continue
-            evidence = evidence_from(plan) if plan else Evidence()
-            pr = self.reread(row.drop)
-            history = self.history(row.drop, pr.head_sha)
-            decision = br.after_breaker(row.drop, pr, evidence, history, policy)
-            self.store.update_drop(
-                drop_id,
-                plan={**plan_json(decision, evidence, None), "stage": "release"},
-                summary=decision.why,
-            )
-            _decided(decision, evidence, None, resumed=False)
-            self._act_release(drop_id, row.drop, decision, evidence, pr)
-        return len(order)
+            with self.pr_lease(drop_id) as held:
+                fresh = self.store.drop(drop_id) if held else None
+                if not held:
+                    busy.add(rows[drop_id].drop.pr)
+                    left += 1
+                elif fresh is not None and fresh.outcome == "held":
+                    self._release_held(fresh, policy)
+                    released += 1
+        return released, left
+
+    def _release_held(self, row: StoredDrop, policy: Policy) -> None:
+        """One held drop decided again and acted on (its PR leased)."""
+        plan = row.plan or {}
+        if plan.get("stage") == "release":
+            self._finish_release(row.id, row.drop, plan)  # a worker died releasing it
+            return
+        evidence = evidence_from(plan) if plan else Evidence()
+        pr = self.reread(row.drop)
+        history = self.history(row.drop, pr.head_sha)
+        decision = br.after_breaker(row.drop, pr, evidence, history, policy)
+        self.store.update_drop(
+            row.id,
+            plan={**plan_json(decision, evidence, None), "stage": "release"},
+            summary=decision.why,
+        )
+        _decided(decision, evidence, None, resumed=False)
+        self._act_release(row.id, row.drop, decision, evidence, pr)
+
+    def release_job(self, drop_id: int) -> str:
+        """A release's PR lease whose holder was killed, taken as a job when it expired: the
+        repository's hold job looks again now, and finishes the release in its order."""
+        row = self.store.drop(drop_id)
+        if row is None:
+            return "no such drop"
+        self.store.ensure_repo_job(HOLD_JOB, row.drop.repo, None)
+        return "the hold job looks again"
 
 
 def _signal(
