@@ -292,7 +292,7 @@ class Lander:
         in the queue): each whose base turned green is re-enqueued, each past the wait is
         handed back. Returns when to look again (None: nothing waits any more). One call
         for the base's checks per base branch, then the calls of each drop released. Each
-        drop is looked at under its PR's lease (`pr_lease`); one whose PR another job holds
+        drop is released under its PR's lease (`pr_lease`); one whose PR another job holds
         is looked at again soon, and so are the PR's later drops (its own order holds)."""
         policy = self.policy_for(repo)
         now = utcnow()
@@ -302,43 +302,56 @@ class Lander:
         for row in self.store.waiting_drops(repo, ("waiting_base",)):
             if row.drop.pr in busy:
                 continue
+            if self._base_verdict(row, states, now, policy) == "wait":
+                later = True
+                continue  # no lease taken: nothing is done to it
             with self.pr_lease(row.id) as held:
                 fresh = self.store.drop(row.id) if held else None
                 if not held:
                     busy.add(row.drop.pr)
                 elif fresh is not None and fresh.outcome == "waiting_base":
-                    later |= self._look_again(fresh, states, now, policy)
+                    # Read again under the lease: a job of the PR may have moved it on.
+                    verdict = self._base_verdict(fresh, states, now, policy)
+                    if verdict == "wait":
+                        later = True
+                    else:
+                        self._release_waiting(fresh, verdict, policy)
         if busy:
             return now + BUSY_RECHECK
         if not later:
             return None
         return now + dt.timedelta(minutes=self.settings.breaker.recheck_minutes)
 
-    def _look_again(
+    def _base_verdict(
         self,
         row: StoredDrop,
         states: dict[str, dict[str, str] | None],
         now: dt.datetime,
         policy: Policy,
-    ) -> bool:
-        """One waiting drop looked at again (its PR leased): released when its base is green
-        or its wait is over. True when it still waits. `states`: the base's checks by base
-        branch, read once per sweep."""
+    ) -> d.BaseVerdict | None:
+        """What a waiting drop's base says now (None: a release a worker died in the middle
+        of, to finish). `states`: the base's checks by base branch, read once per sweep."""
         plan = row.plan or {}
         if plan.get("stage") == "release":
-            self._finish_release(row.id, row.drop, plan)  # a worker died releasing it
-            return False
+            return None
         evidence = evidence_from(plan) if plan else Evidence()
         ref = str(plan.get("base_ref") or row.drop.base_ref or "main")
         if ref not in states:
             checks = self.base_reader().checks(self.gh, row.drop.repo, ref)
             states[ref] = None if checks is None else {n: base_state(c) for n, c in checks.items()}
         since = _when(plan.get("since")) or row.drop.observed_at or now
-        verdict = d.base_verdict(evidence, states[ref], now - since, policy)
-        if verdict == "wait":
-            return True
+        return d.base_verdict(evidence, states[ref], now - since, policy)
+
+    def _release_waiting(
+        self, row: StoredDrop, verdict: d.BaseVerdict | None, policy: Policy
+    ) -> None:
+        """One waiting drop released (its PR leased), or its release finished."""
+        plan = row.plan or {}
+        if verdict is None:
+            self._finish_release(row.id, row.drop, plan)  # a worker died releasing it
+            return
+        evidence = evidence_from(plan) if plan else Evidence()
         self._release(row.id, row.drop, evidence, verdict, policy)
-        return False
 
     @contextmanager
     def pr_lease(self, drop_id: int) -> Iterator[bool]:

@@ -4,9 +4,13 @@ re-enqueue) and go back in the queue, in their order, when the base's run turns 
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
+import sqlalchemy as sa
 
 from landbot.sim import CheckScenario
+from landbot.store.tables import jobs
 
 from .conftest import World
 from .triage_support import CHECK_RUNS_ROUTE, count, handbacks, queue_and_fail, statuses
@@ -192,3 +196,36 @@ def test_control_the_same_failure_the_base_does_not_show_is_each_prs_own(world: 
     for pr in prs:
         assert len(handbacks(world, pr.number)) == 1
     assert world.gh.issues_of(world.repo) == []
+
+
+def test_a_waiting_drop_whose_pr_runs_another_job_waits_for_it(world: World) -> None:
+    """The base turns green while one waiting PR runs another job (leased by another
+    worker): the others go back in the queue in their order, that one is not released
+    under its job, and follows once the job is done (the hold job looks again soon)."""
+    red_base(world)
+    prs = []
+    for n in range(3):
+        pr, _ = queue_and_fail(world, f"feat-b{n}", RED, files={f"b{n}.py": f"x = {n}\n"})
+        world.settle()
+        prs.append(pr.number)
+    repo = world.repo.full_name
+    busy = world.store.add_job("checks", {"repo": repo, "pr": prs[0]})
+    lease = world.store.lease_job("another-worker", dt.timedelta(minutes=2), kinds=("checks",))
+    assert lease is not None and lease.id == busy
+    green_base(world)
+    world.settle()
+
+    def outcome(number: int) -> str:
+        [drop] = [d for d in world.store.drops() if d.pr == number]
+        return drop.outcome
+
+    assert [outcome(n) for n in prs] == ["waiting_base", "requeued", "requeued"]
+    assert [j for j in world.store.jobs() if j.kind == "hold" and j.status == "queued"]
+
+    assert world.store.finish_job(busy, "another-worker")
+    with world.store.tx() as conn:  # time passes: the hold job's look again is due
+        conn.execute(sa.update(jobs).where(jobs.c.kind == "hold").values(not_before=None))
+    world.settle()
+    assert [outcome(n) for n in prs] == ["requeued"] * 3
+    queue = world.gh.queue(world.repo)
+    assert queue is not None and [e.pr.number for e in queue.entries] == [*prs[1:], prs[0]]
