@@ -184,8 +184,9 @@ def test_the_same_failure_on_three_prs_and_on_the_base_opens_the_breaker(world: 
 
 
 def test_control_the_same_failure_the_base_does_not_show_is_each_prs_own(world: World) -> None:
-    """Sibling PRs each failing the same test the same way while the base never ran the job
-    (as GitHub's worlds of one broken change per PR do): no breaker, each handed back."""
+    """Sibling PRs, each with a broken change of its own, failing the same test the same way
+    while the base never ran the job (as the hostile and Actions serve worlds' PRs do): no
+    breaker, each handed back."""
     prs = []
     for n in range(4):
         pr, _ = queue_and_fail(world, f"feat-o{n}", RED, files={f"o{n}.py": f"x = {n}\n"})
