@@ -492,10 +492,11 @@ class BreakerSettings(_Section):
         "infrastructure failures, timeouts, GitHub's 5xx) that open the breaker",
     )
     same_failure_prs: int = Field(
-        0,
+        3,
         ge=0,
         description="pull requests failing the same job the same way within the window "
-        "that open the breaker (0: off; a red base is found on its own)",
+        "that open the breaker, each counted only when that job fails on the base too and "
+        "no other of them was ahead in its merge group (0: off)",
     )
     base_wait_hours: float = Field(
         6,

@@ -140,6 +140,9 @@ class Evidence:
     base_red: tuple[str, ...] = ()
     base_red_sha: str | None = None
     base_red_url: str = ""
+    # The failed jobs whose newest run on the base failed too, the same way or not (what
+    # the breaker's "same failure on several pull requests" asks of each, issue 27.2).
+    base_failed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

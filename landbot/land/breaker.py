@@ -9,7 +9,28 @@ any more; a run passed after the last failure; the failures aged out of the wind
 a maintainer closes it; then the held drops go back in the queue in their original order,
 within the per-PR caps.
 
+"The same failure on several pull requests" is the same job failing with the same
+normalised error lines (triage/base_red.py: timestamps, counts, commit ids and temporary
+paths taken out) in the merge groups of `same_failure_prs` (3) distinct pull requests within
+the window, where that failure is not in what the pull requests bring:
+
+- each counted drop found every job it would blame failing on the base branch's newest run
+  too (`shows_on_base`), however it failed there (another log, a log not read). A failure
+  only the merge groups show is the PRs' own, whatever its count: sibling PRs each breaking
+  the same test, or stacked PRs carrying the same broken commit, fail in their own groups
+  while the base passes (or has not run the job), and go their usual way (the fixer, a
+  hand-back). When the base fails it the same way, the drop waits for the base and the
+  breaker opens at once (`red_base`); this trigger is for the base failing the job in a way
+  the drop's lines do not match exactly, which a red base's strict comparison leaves alone;
+- a PR whose merge group had another of those PRs ahead of it is not counted on its own:
+  the PR ahead carried the failing change into the groups behind it.
+
+A job the base never runs (merge-queue only) gives no such evidence, so it never counts
+here: a false opening would hold every pull request of the repository, a missed one costs a
+fixer run per PR within its caps (a runner outage is counted by the threshold all the same).
+
 - `signal_of`: what one settled drop says about the repository (or nothing);
+- `shows_on_base`: whether a drop's failure shows on the base too (the same-failure count);
 - `should_open`: the signals of the window, to a cause (or None: stays closed);
 - `gate`: a drop's decision while the breaker is open (held, or as decided);
 - `should_close`: whether an open breaker closes now (GitHub's 5xx answers count as
@@ -41,7 +62,7 @@ class BreakerPolicy:
     enabled: bool = True
     window: dt.timedelta = dt.timedelta(minutes=30)
     threshold: int = 5
-    same_failure_prs: int = 0  # 0: off
+    same_failure_prs: int = 3  # 0: off
 
 
 @dataclass(frozen=True)
@@ -54,6 +75,8 @@ class Signal:
     kind: SignalKind | None  # None: only its failure's signature counts (same_failure)
     signature: str = ""  # the failed job and its normalised error lines ("" when unknown)
     url: str = ""
+    on_base: bool = False  # the blamed jobs failed on the base's newest run too
+    ahead: tuple[int, ...] = ()  # the PRs ahead of it in its merge group
 
 
 @dataclass(frozen=True)
@@ -79,23 +102,37 @@ def signal_of(
     evidence: Evidence,
     at: dt.datetime,
     signature: str = "",
+    *,
+    on_base: bool = False,
 ) -> Signal | None:
     """What a decided drop says about its repository: a red base, a runner or timeout
-    failure, or a failure whose signature may repeat on other PRs; None for the rest (a
-    person's removal, a conflict, a merge)."""
+    failure, or a failure whose signature may repeat on other PRs (`on_base`: it failed on
+    the base too, `shows_on_base`); None for the rest (a person's removal, a conflict, a
+    merge)."""
     url = evidence.base_red_url or next((j.url for j in evidence.jobs if j.url), "")
     if outcome == "waiting_base":
-        return Signal(drop_id, drop.pr, at, "red_base", signature, url)
+        return Signal(drop_id, drop.pr, at, "red_base", signature, url, True, evidence.prs_ahead)
     if drop.reason == "checks_timed_out":
         return Signal(drop_id, drop.pr, at, "timeout", "", url)
     if drop.reason != "failed_checks":
         return None
+    ahead = evidence.prs_ahead
     if evidence.triage_class in _OUTAGE_CLASSES:
         kind: SignalKind = "timeout" if evidence.triage_class == "timeout" else "infrastructure"
-        return Signal(drop_id, drop.pr, at, kind, signature, url)
+        return Signal(drop_id, drop.pr, at, kind, signature, url, on_base, ahead)
     if signature:
-        return Signal(drop_id, drop.pr, at, None, signature, url)
+        return Signal(drop_id, drop.pr, at, None, signature, url, on_base, ahead)
     return None
+
+
+def shows_on_base(evidence: Evidence, policy: Policy) -> bool:
+    """Whether every job the drop would blame on its PR (with error lines: what makes its
+    signature) failed on the base branch's newest run too, the same way or not: the failure
+    is not only in what the PR brings. No such job, or the base not read: False."""
+    blamed = {
+        j.job for j in evidence.jobs if j.class_ not in policy.requeue_classes and j.error_lines
+    }
+    return bool(blamed) and blamed <= set(evidence.base_failed)
 
 
 def should_open(
@@ -110,8 +147,9 @@ def should_open(
     `server_errors` when GitHub failed its job attempts with a 5xx; only those within the
     window count. A red base opens it at once; runner, infrastructure and timeout failures
     and GitHub's 5xx answers, together, at the threshold; the same failure on
-    `same_failure_prs` pull requests. Signals from before its last closing are spent (a
-    maintainer who closed it is not overruled by them)."""
+    `same_failure_prs` pull requests, counting only those it shows on the base for and not
+    carried by another of them (`same_failure_prs`, the module's text). Signals from before
+    its last closing are spent (a maintainer who closed it is not overruled by them)."""
     if not policy.enabled:
         return None
 
@@ -141,22 +179,35 @@ def should_open(
             f"{what} within {_minutes(policy.window)}",
             _links(outage),
         )
-    by_signature: dict[str, set[int]] = {}
+    wanted = policy.same_failure_prs  # 0: off
+    by_signature: dict[str, list[Signal]] = {}
     for s in recent:
         if s.signature:
-            by_signature.setdefault(s.signature, set()).add(s.pr)
-    # Off (0) unless asked for: a red base, its usual cause, is found on its own.
-    wanted = policy.same_failure_prs
-    same = [(sig, prs) for sig, prs in by_signature.items() if wanted and len(prs) >= wanted]
+            by_signature.setdefault(s.signature, []).append(s)
+    counted = {sig: same_failure_prs(group) for sig, group in by_signature.items()}
+    same = [(sig, prs) for sig, prs in counted.items() if wanted and len(prs) >= wanted]
     if same:
         sig, group = max(same, key=lambda x: (len(x[1]), x[0]))
-        hits = [s for s in recent if s.signature == sig]
+        hits = [s for s in recent if s.signature == sig and s.pr in group]
         return Opening(
             "same_failure",
-            f"{len(group)} pull requests failed the same way within {_minutes(policy.window)}",
+            f"{len(group)} pull requests failed the same job the same way within "
+            f"{_minutes(policy.window)}, and it fails on the base branch too",
             _links(hits),
         )
     return None
+
+
+def same_failure_prs(signals: Sequence[Signal]) -> set[int]:
+    """The pull requests that count toward one failure's `same_failure_prs` (the signals
+    share its signature): those whose drop found it on the base too, less each whose merge
+    group had another of them ahead (carried there: the PR ahead's failure, counted once)."""
+    prs = {s.pr for s in signals if s.on_base}
+    ahead: dict[int, set[int]] = {}
+    for s in signals:
+        if s.on_base:
+            ahead.setdefault(s.pr, set()).update(s.ahead)
+    return {p for p in prs if not (ahead[p] & (prs - {p}))}
 
 
 def gate(decision: Decision, state: BreakerState) -> Decision:

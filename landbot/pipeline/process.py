@@ -11,7 +11,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
-from collections.abc import Callable
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from landbot import logs
@@ -27,7 +30,7 @@ from landbot.land.model import Decision, Policy
 from landbot.land.plan import evidence_from, plan_from, plan_json
 from landbot.notify import enabled as notify_enabled
 from landbot.notify import notify
-from landbot.store import Store, utcnow
+from landbot.store import Store, StoredDrop, utcnow
 from landbot.triage.base_red import BaseReader, base_state, job_signature
 from landbot.triage.gather import Gatherer
 
@@ -35,6 +38,12 @@ log = logging.getLogger("landbot.pipeline")
 Gather = Callable[[GitHubOps, Store, Drop], Evidence]
 # The repository's job that looks at its waiting drops again (a red base, the breaker).
 HOLD_JOB = "hold"
+# The kind of job row that leases a PR while the hold job releases one of its drops; how
+# long that lease lasts (a release is a few calls), and how soon the hold job looks again
+# at a drop whose PR another job held.
+RELEASE_JOB = "release"
+RELEASE_LEASE = dt.timedelta(minutes=2)
+BUSY_RECHECK = dt.timedelta(seconds=15)
 
 
 class Lander:
@@ -256,13 +265,18 @@ class Lander:
 
     def base_red(self, drop: Drop, pr: PrSnapshot, evidence: Evidence) -> Evidence:
         """The evidence with the failed jobs that fail the same way on the base's newest
-        run (one call for its checks, and the log of each job failed there too)."""
+        run, and those that fail there at all (one call for its checks, and the log of each
+        job failed there too)."""
         base_ref = drop.base_ref or pr.base_ref
         found = self.base_reader().red(self.gh, drop.repo, base_ref, evidence)
         if not found.red:
-            return evidence
+            return dataclasses.replace(evidence, base_failed=found.failed)
         return dataclasses.replace(
-            evidence, base_red=found.red, base_red_sha=found.sha, base_red_url=found.url
+            evidence,
+            base_red=found.red,
+            base_red_sha=found.sha,
+            base_red_url=found.url,
+            base_failed=found.failed,
         )
 
     def hold_sweep(self, repo: str) -> dt.datetime | None:
@@ -277,32 +291,86 @@ class Lander:
         """Look at the repository's waiting drops again, oldest first (the order they go back
         in the queue): each whose base turned green is re-enqueued, each past the wait is
         handed back. Returns when to look again (None: nothing waits any more). One call
-        for the base's checks per base branch, then the calls of each drop released."""
+        for the base's checks per base branch, then the calls of each drop released. Each
+        drop is released under its PR's lease (`pr_lease`); one whose PR another job holds
+        is looked at again soon, and so are the PR's later drops (its own order holds)."""
         policy = self.policy_for(repo)
         now = utcnow()
         states: dict[str, dict[str, str] | None] = {}
         later = False
+        busy: set[int] = set()
         for row in self.store.waiting_drops(repo, ("waiting_base",)):
-            plan = row.plan or {}
-            if plan.get("stage") == "release":
-                self._finish_release(row.id, row.drop, plan)  # a worker died releasing it
+            if row.drop.pr in busy:
                 continue
-            evidence = evidence_from(plan) if plan else Evidence()
-            ref = str(plan.get("base_ref") or row.drop.base_ref or "main")
-            if ref not in states:
-                checks = self.base_reader().checks(self.gh, repo, ref)
-                states[ref] = (
-                    None if checks is None else {n: base_state(c) for n, c in checks.items()}
-                )
-            since = _when(plan.get("since")) or row.drop.observed_at or now
-            verdict = d.base_verdict(evidence, states[ref], now - since, policy)
-            if verdict == "wait":
+            if self._base_verdict(row, states, now, policy) == "wait":
                 later = True
-                continue
-            self._release(row.id, row.drop, evidence, verdict, policy)
+                continue  # no lease taken: nothing is done to it
+            with self.pr_lease(row.id) as held:
+                fresh = self.store.drop(row.id) if held else None
+                if not held:
+                    busy.add(row.drop.pr)
+                elif fresh is not None and fresh.outcome == "waiting_base":
+                    # Read again under the lease: a job of the PR may have moved it on.
+                    verdict = self._base_verdict(fresh, states, now, policy)
+                    if verdict == "wait":
+                        later = True
+                    else:
+                        self._release_waiting(fresh, verdict, policy)
+        if busy:
+            return now + BUSY_RECHECK
         if not later:
             return None
         return now + dt.timedelta(minutes=self.settings.breaker.recheck_minutes)
+
+    def _base_verdict(
+        self,
+        row: StoredDrop,
+        states: dict[str, dict[str, str] | None],
+        now: dt.datetime,
+        policy: Policy,
+    ) -> d.BaseVerdict | None:
+        """What a waiting drop's base says now (None: a release a worker died in the middle
+        of, to finish). `states`: the base's checks by base branch, read once per sweep."""
+        plan = row.plan or {}
+        if plan.get("stage") == "release":
+            return None
+        evidence = evidence_from(plan) if plan else Evidence()
+        ref = str(plan.get("base_ref") or row.drop.base_ref or "main")
+        if ref not in states:
+            checks = self.base_reader().checks(self.gh, row.drop.repo, ref)
+            states[ref] = None if checks is None else {n: base_state(c) for n, c in checks.items()}
+        since = _when(plan.get("since")) or row.drop.observed_at or now
+        return d.base_verdict(evidence, states[ref], now - since, policy)
+
+    def _release_waiting(
+        self, row: StoredDrop, verdict: d.BaseVerdict | None, policy: Policy
+    ) -> None:
+        """One waiting drop released (its PR leased), or its release finished."""
+        plan = row.plan or {}
+        if verdict is None:
+            self._finish_release(row.id, row.drop, plan)  # a worker died releasing it
+            return
+        evidence = evidence_from(plan) if plan else Evidence()
+        self._release(row.id, row.drop, evidence, verdict, policy)
+
+    @contextmanager
+    def pr_lease(self, drop_id: int) -> Iterator[bool]:
+        """The drop's pull request leased while the hold job releases the drop, as every job
+        of a PR holds it (`Store.claim_pr`): no other job of the PR (its next drop, a fix
+        job, a command) runs meanwhile, nor does this release while one of them runs.
+        Yields False, holding nothing, while another job of the PR is leased."""
+        owner = f"release:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        job = self.store.claim_pr(drop_id, owner, RELEASE_LEASE, RELEASE_JOB)
+        if job is None:
+            yield False
+            return
+        try:
+            yield True
+        except BaseException as exc:
+            # The hold job is retried (or resumes the release from the drop's plan).
+            self.store.finish_job(job, owner, "cancelled", error=str(exc)[:2000])
+            raise
+        self.store.finish_job(job, owner, "done")
 
     def _release(
         self, drop_id: int, drop: Drop, evidence: Evidence, verdict: d.BaseVerdict, policy: Policy
@@ -378,9 +446,7 @@ class Lander:
                 continue
             evidence = evidence_from(row.plan)
             outcome = str(row.plan.get("outcome", row.outcome))
-            sig = br.signal_of(
-                row.id, row.drop, outcome, evidence, row.observed_at, _signature(evidence, policy)
-            )
+            sig = _signal(row.id, row.drop, outcome, evidence, row.observed_at, policy)
             if sig is not None:
                 out.append(sig)
         return out
@@ -398,9 +464,7 @@ class Lander:
         if not state.open:
             now = utcnow()
             policy = self.policy_for(drop.repo)
-            mine = br.signal_of(
-                drop_id, drop, decision.outcome, evidence, now, _signature(evidence, policy)
-            )
+            mine = _signal(drop_id, drop, decision.outcome, evidence, now, policy)
             signals = [s for s in self.signals(drop.repo, now, bp.window) if s.drop_id != drop_id]
             opening = br.should_open(
                 [*signals, *([mine] if mine else [])],
@@ -476,48 +540,92 @@ class Lander:
                 self.issues.write(repo)
                 return recheck
             self.close_breaker(repo, by="landbot")
-            return None
-        if row.issue_state == "open" or self.store.waiting_drops(repo, ("held",)):
+        elif row.issue_state == "open" or self.store.waiting_drops(repo, ("held",)):
             self.release_held(repo)  # closed by a person, or a worker died releasing
             self.issues.write(repo)
-        return None
+        # A drop still held here waits for its PR's other job: looked at again soon.
+        return now + BUSY_RECHECK if self.store.waiting_drops(repo, ("held",)) else None
 
     def close_breaker(self, repo: str, *, by: str) -> bool:
         """Close the repository's breaker (its cause is gone, or a maintainer said so), put
-        its held drops back in the queue in their order, and close its issue."""
+        its held drops back in the queue in their order, and close its issue. A held drop
+        whose PR another job holds is left to the hold job, queued to look again soon."""
         closed = self.store.close_breaker(repo, by=by, at=utcnow())
         if closed:
             logs.event(log, "breaker closed", logging.WARNING, repo=repo, by=by)
-        self.release_held(repo)
+        if self.release_held(repo)[1]:
+            self.store.ensure_repo_job(HOLD_JOB, repo, utcnow() + BUSY_RECHECK)
         self.issues.write(repo)
         return closed
 
-    def release_held(self, repo: str) -> int:
+    def release_held(self, repo: str) -> tuple[int, int]:
         """The held drops, in the order they were dropped: each decided again now the
-        breaker is closed (re-enqueued within the per-PR caps). Returns how many."""
+        breaker is closed (re-enqueued within the per-PR caps), under its PR's lease
+        (`pr_lease`). A drop whose PR another job holds stays held, and so do the PR's
+        later drops (its own order holds), for the next look. Returns how many were
+        released and how many stayed for that reason."""
         if self.breaker_state(repo).open:
-            return 0
+            return 0, 0
         rows = {r.id: r for r in self.store.waiting_drops(repo, ("held",))}
         order = br.release_order([(r.id, r.observed_at) for r in rows.values()])
         policy = self.policy_for(repo)
+        busy: set[int] = set()
+        released = left = 0
         for drop_id in order:
-            row = rows[drop_id]
-            plan = row.plan or {}
-            if plan.get("stage") == "release":
-                self._finish_release(row.id, row.drop, plan)
+            if rows[drop_id].drop.pr in busy:
+                left += 1
                 continue
-            evidence = evidence_from(plan) if plan else Evidence()
-            pr = self.reread(row.drop)
-            history = self.history(row.drop, pr.head_sha)
-            decision = br.after_breaker(row.drop, pr, evidence, history, policy)
-            self.store.update_drop(
-                drop_id,
-                plan={**plan_json(decision, evidence, None), "stage": "release"},
-                summary=decision.why,
-            )
-            _decided(decision, evidence, None, resumed=False)
-            self._act_release(drop_id, row.drop, decision, evidence, pr)
-        return len(order)
+            with self.pr_lease(drop_id) as held:
+                fresh = self.store.drop(drop_id) if held else None
+                if not held:
+                    busy.add(rows[drop_id].drop.pr)
+                    left += 1
+                elif fresh is not None and fresh.outcome == "held":
+                    self._release_held(fresh, policy)
+                    released += 1
+        return released, left
+
+    def _release_held(self, row: StoredDrop, policy: Policy) -> None:
+        """One held drop decided again and acted on (its PR leased)."""
+        plan = row.plan or {}
+        if plan.get("stage") == "release":
+            self._finish_release(row.id, row.drop, plan)  # a worker died releasing it
+            return
+        evidence = evidence_from(plan) if plan else Evidence()
+        pr = self.reread(row.drop)
+        history = self.history(row.drop, pr.head_sha)
+        decision = br.after_breaker(row.drop, pr, evidence, history, policy)
+        self.store.update_drop(
+            row.id,
+            plan={**plan_json(decision, evidence, None), "stage": "release"},
+            summary=decision.why,
+        )
+        _decided(decision, evidence, None, resumed=False)
+        self._act_release(row.id, row.drop, decision, evidence, pr)
+
+    def release_job(self, drop_id: int) -> str:
+        """A release's PR lease whose holder was killed, taken as a job when it expired: the
+        repository's hold job looks again now, and finishes the release in its order."""
+        row = self.store.drop(drop_id)
+        if row is None:
+            return "no such drop"
+        self.store.ensure_repo_job(HOLD_JOB, row.drop.repo, None)
+        return "the hold job looks again"
+
+
+def _signal(
+    drop_id: int, drop: Drop, outcome: str, evidence: Evidence, at: dt.datetime, policy: Policy
+) -> br.Signal | None:
+    """What a decided drop says about its repository, as the breaker counts it."""
+    return br.signal_of(
+        drop_id,
+        drop,
+        outcome,
+        evidence,
+        at,
+        _signature(evidence, policy),
+        on_base=br.shows_on_base(evidence, policy),
+    )
 
 
 def _signature(evidence: Evidence, policy: Policy) -> str:

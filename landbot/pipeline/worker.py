@@ -27,7 +27,7 @@ from landbot.intake import events
 from landbot.land.decide import job_failed
 from landbot.pipeline import deliveries
 from landbot.pipeline.commands import run_comment_command
-from landbot.pipeline.process import Lander
+from landbot.pipeline.process import RELEASE_JOB, Lander
 from landbot.store import Lease, Store, StoredDelivery, utcnow
 from landbot.store.retention import prune
 
@@ -309,6 +309,9 @@ class Worker:
                     self.store.defer_job(lease.id, self.name, again, "waiting for the base")
                     return "waiting"
                 result = {"repo": repo}
+            elif lease.kind == RELEASE_JOB:
+                # A release's PR lease whose holder died, taken once it expired.
+                result = {"note": self.lander.release_job(int(payload["drop_id"]))}
             elif lease.kind == "breaker_close":
                 from landbot.pipeline.breaker_command import run_breaker_close
 

@@ -284,23 +284,19 @@ class Store:
                 if found:
                     return None
             repo, pr = self._job_pr(conn, payload, drop_id) if holds_pr else (None, None)
-            res = conn.execute(
-                jobs.insert().values(
-                    kind=kind,
-                    payload=dict(payload),
-                    dedupe_key=dedupe_key,
-                    drop_id=drop_id,
-                    repo=repo,
-                    pr=pr,
-                    not_before=not_before,
-                    status="queued",
-                    created_at=now,
-                    updated_at=now,
-                )
+            return _insert_job(
+                conn,
+                kind=kind,
+                payload=dict(payload),
+                dedupe_key=dedupe_key,
+                drop_id=drop_id,
+                repo=repo,
+                pr=pr,
+                not_before=not_before,
+                status="queued",
+                created_at=now,
+                updated_at=now,
             )
-            pk = res.inserted_primary_key
-            assert pk is not None
-            return int(pk[0])
 
     @staticmethod
     def _job_pr(
@@ -339,6 +335,49 @@ class Store:
             return None
         job = StoredJob(**_fields(row))
         return Lease(job.id, job.kind, job.payload, job.attempts, owner)
+
+    def claim_pr(
+        self, drop_id: int, owner: str, ttl: dt.timedelta, kind: str = "release"
+    ) -> int | None:
+        """Lease a drop's pull request for work another job does inline (the hold job
+        releasing the repository's waiting and held drops, one by one): a job row of `kind`
+        for the drop, leased by `owner` at once, under the same lock and rule as
+        `lease_job`. None while another job of the PR is leased and unexpired (one job of a
+        PR at a time). `finish_job` gives the PR back; a holder killed meanwhile leaves the
+        row to expire, and a worker then takes it as a job of its own."""
+        now = utcnow()
+        with self.tx() as conn:
+            if conn.dialect.name == "postgresql":
+                _serialize_leases(conn)
+            repo, pr = self._job_pr(conn, {}, drop_id)
+            if repo is None or pr is None:
+                raise ValueError(f"no drop {drop_id}")
+            busy = conn.execute(
+                sa.select(jobs.c.id)
+                .where(
+                    jobs.c.repo == repo,
+                    jobs.c.pr == pr,
+                    jobs.c.status == "leased",
+                    jobs.c.lease_expires_at >= now,
+                )
+                .limit(1)
+            ).first()
+            if busy is not None:
+                return None
+            return _insert_job(
+                conn,
+                kind=kind,
+                payload={"drop_id": drop_id},
+                drop_id=drop_id,
+                repo=repo,
+                pr=pr,
+                status="leased",
+                lease_owner=owner,
+                lease_expires_at=now + ttl,
+                attempts=1,
+                created_at=now,
+                updated_at=now,
+            )
 
     def renew_lease(self, table: str, row_id: int, owner: str, ttl: dt.timedelta) -> bool:
         t = {"jobs": jobs, "deliveries": deliveries}[table]
@@ -1686,20 +1725,16 @@ class Store:
                     .where(jobs.c.id == row.id)
                     .values(dedupe_key=f"{key}:{row.id}", updated_at=now)
                 )
-            res = conn.execute(
-                jobs.insert().values(
-                    kind=kind,
-                    payload={"repo": repo},
-                    dedupe_key=key,
-                    not_before=not_before,
-                    status="queued",
-                    created_at=now,
-                    updated_at=now,
-                )
+            return _insert_job(
+                conn,
+                kind=kind,
+                payload={"repo": repo},
+                dedupe_key=key,
+                not_before=not_before,
+                status="queued",
+                created_at=now,
+                updated_at=now,
             )
-            pk = res.inserted_primary_key
-            assert pk is not None
-            return int(pk[0])
 
     def wake_repo_job(self, kind: str, repo: str) -> bool:
         """Make the repository's queued job of `kind` runnable now (a webhook said the base
@@ -1866,7 +1901,7 @@ class Store:
                 # one PR. SQLite's BEGIN IMMEDIATE serializes them; PostgreSQL's READ
                 # COMMITTED needs a lock to do the same (each statement then sees the
                 # leases committed before it).
-                conn.execute(sa.text("SELECT pg_advisory_xact_lock(4242)"))
+                _serialize_leases(conn)
             if cap is not None:
                 running = conn.execute(
                     sa.select(sa.func.count())
@@ -1920,3 +1955,16 @@ class Store:
                 .values(**values)
             )
             return res.rowcount == 1
+
+
+def _serialize_leases(conn: sa.Connection) -> None:
+    """On PostgreSQL, one transaction at a time reads and takes jobs' leases (the fixer's cap,
+    one job of a PR at a time): held until the transaction ends."""
+    conn.execute(sa.text("SELECT pg_advisory_xact_lock(4242)"))
+
+
+def _insert_job(conn: sa.Connection, **values: Any) -> int:
+    """Insert one job row; its id."""
+    pk = conn.execute(jobs.insert().values(**values)).inserted_primary_key
+    assert pk is not None
+    return int(pk[0])

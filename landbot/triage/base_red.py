@@ -107,6 +107,9 @@ class BaseRed:
     sha: str | None
     red: tuple[str, ...]  # failed jobs of the drop failing the same way on the base
     url: str = ""
+    # Failed jobs of the drop whose newest run on the base failed too, however (the same
+    # way, another way, a log not read): the breaker's same-failure count (issue 27.2).
+    failed: tuple[str, ...] = ()
 
 
 @dataclass
@@ -149,6 +152,7 @@ class BaseReader:
         if not checks:
             return BaseRed(None, ())
         red: list[str] = []
+        failed: list[str] = []
         url = ""
         sha: str | None = None
         logs_read = 0
@@ -156,6 +160,7 @@ class BaseReader:
             check = checks.get(job.job)
             if check is None or check.status != "completed" or check.conclusion not in _FAILING:
                 continue
+            failed.append(job.job)
             mine = job_signature(job)
             if not mine or logs_read >= self.max_logs:
                 continue
@@ -165,7 +170,7 @@ class BaseReader:
                 red.append(job.job)
                 url = url or check.html_url or check.details_url or ""
                 sha = sha or check.head_sha
-        return BaseRed(sha, tuple(red), url)
+        return BaseRed(sha, tuple(red), url, tuple(failed))
 
     def green(
         self, gh: GitHubOps, repo: str, base_ref: str, jobs: Sequence[str]

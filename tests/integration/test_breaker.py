@@ -8,6 +8,7 @@ failures do."""
 from __future__ import annotations
 
 import datetime as dt
+import time
 from typing import Any
 
 import sqlalchemy as sa
@@ -261,3 +262,100 @@ def test_a_held_pr_pushed_or_closed_is_not_released(world: World) -> None:
     assert queue is not None
     queued = {e.pr.number for e in queue.entries}
     assert kept.number in queued and not queued & {pushed.number, closed.number}
+
+
+# --- one job of a pull request at a time, releases included -------------------------------
+
+LEASE = dt.timedelta(minutes=2)
+
+
+def open_and_hold(world: World, count: int) -> list[int]:
+    """The breaker opened by the outage, and then `count` more PRs' drops held by it: the
+    numbers of all the held PRs, in the order they were dropped (the one whose drop opened
+    it is held too)."""
+    threshold = world.settings.breaker.threshold
+    for n in range(threshold + count):
+        drop_one(world, n)
+    held = sorted((d for d in world.store.drops() if d.outcome == "held"), key=lambda d: d.id)
+    assert len(held) >= count
+    return [d.pr for d in held]
+
+
+def test_a_release_holds_its_prs_lease_while_it_acts(world: World) -> None:
+    """While the hold job releases a held drop, no other job of that PR is handed out to
+    any worker; a job of another PR is (the control); after the release, the PR's job runs."""
+    held = open_and_hold(world, 1)
+    repo = world.repo.full_name
+    mine = world.store.add_job("checks", {"repo": repo, "pr": held[0]})
+    other = world.store.add_job("checks", {"repo": repo, "pr": 999})
+    seen: list[int | None] = []
+
+    def during(name: str) -> None:
+        if name == "after_release_decide" and not seen:  # the first release: held[0]'s
+            lease = world.store.lease_job("another-worker", LEASE, kinds=("checks",))
+            seen.append(lease.id if lease is not None else None)
+            if lease is not None:
+                world.store.finish_job(lease.id, "another-worker")
+
+    world.lander.failpoint = during
+    a_run_passes(world)
+    assert seen == [other]  # the released PR's job waited; PR 999's went on
+    job = world.store.job(mine)
+    assert job is not None and job.status == "done"  # and ran once the release was done
+    assert {d.outcome for d in world.store.drops() if d.pr in held} == {"requeued"}
+
+
+def test_a_held_drop_whose_pr_runs_another_job_waits_for_it(world: World) -> None:
+    """A held PR whose other job runs (leased by another worker) is not released under it:
+    the PRs after it go back in the queue in their order, and it follows once its job is
+    done (the hold job looks again soon)."""
+    held = open_and_hold(world, 2)
+    busy_pr = held[1]
+    repo = world.repo.full_name
+    busy = world.store.add_job("checks", {"repo": repo, "pr": busy_pr})
+    lease = world.store.lease_job("another-worker", LEASE, kinds=("checks",))
+    assert lease is not None and lease.id == busy
+    a_run_passes(world)
+    breaker = world.store.breaker(repo)
+    assert breaker is not None and not breaker.open
+
+    def outcome(pr: int) -> str:
+        [drop] = [d for d in world.store.drops() if d.pr == pr]
+        return drop.outcome
+
+    assert [outcome(p) for p in held] == ["requeued", "held", "requeued"]
+    rest = [p for p in held if p != busy_pr]
+    queue = world.gh.queue(world.repo)
+    assert queue is not None and [e.pr.number for e in queue.entries][-2:] == rest
+    hold = [j for j in world.store.jobs() if j.kind == "hold" and j.status == "queued"]
+    assert len(hold) == 1  # it looks again soon
+
+    assert world.store.finish_job(busy, "another-worker")
+    due_now(world)
+    world.settle()
+    assert outcome(busy_pr) == "requeued"
+    queue = world.gh.queue(world.repo)
+    assert queue is not None
+    assert [e.pr.number for e in queue.entries][-3:] == [*rest, busy_pr]
+    assert not [j for j in world.store.jobs() if j.kind == "hold" and j.status == "queued"]
+
+
+def test_a_release_whose_worker_was_killed_is_finished_by_the_next(world: World) -> None:
+    """A hold job's worker SIGKILLed while it held a PR's lease for a release: the lease
+    runs out, a worker takes it as a job, and the hold job looks again and releases every
+    held drop in its order. The control: while the lease lives, nothing of that PR runs."""
+    held = open_and_hold(world, 1)
+    repo = world.repo.full_name
+    assert world.store.close_breaker(repo, by="alice", at=dt.datetime.now(dt.UTC))
+    first = min((d for d in world.store.drops() if d.outcome == "held"), key=lambda d: d.id)
+    dead = world.store.claim_pr(first.id, "dead-worker", dt.timedelta(seconds=0.5))
+    assert dead is not None
+    assert world.store.lease_job("w", LEASE, kinds=("release",)) is None  # still held
+    time.sleep(0.7)  # the lease runs out
+    world.store.ensure_repo_job("hold", repo, dt.datetime.now(dt.UTC) + dt.timedelta(hours=1))
+    world.settle()  # the release row, then the hold job it wakes
+    job = world.store.job(dead)
+    assert job is not None and job.status == "done" and job.attempts == 2
+    assert {d.outcome for d in world.store.drops() if d.pr in held} == {"requeued"}
+    queue = world.gh.queue(world.repo)
+    assert queue is not None and [e.pr.number for e in queue.entries][-len(held) :] == held

@@ -4,9 +4,13 @@ re-enqueue) and go back in the queue, in their order, when the base's run turns 
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
+import sqlalchemy as sa
 
 from landbot.sim import CheckScenario
+from landbot.store.tables import jobs
 
 from .conftest import World
 from .triage_support import CHECK_RUNS_ROUTE, count, handbacks, queue_and_fail, statuses
@@ -159,3 +163,70 @@ def test_a_worker_killed_while_releasing_loses_nothing(world: World) -> None:
     queue = world.gh.queue(world.repo)
     assert queue is not None
     assert [e.pr.number for e in queue.entries] == [p.number for p in prs]
+
+
+def test_the_same_failure_on_three_prs_and_on_the_base_opens_the_breaker(world: World) -> None:
+    """The base fails the job another way (not a red base for any one drop), and three pull
+    requests fail it the same way: `same_failure_prs` (3) opens the breaker, not two."""
+    red_base(world, OTHER)
+    wanted = world.settings.breaker.same_failure_prs
+    assert wanted == 3  # the default
+    for n in range(wanted):
+        assert world.store.breaker(world.repo.full_name) is None, n
+        queue_and_fail(world, f"feat-s{n}", RED, files={f"s{n}.py": f"x = {n}\n"})
+        world.settle()
+    drops = world.store.drops()
+    assert all(d.plan and d.plan["evidence"]["base_failed"] == ["test"] for d in drops)
+    breaker = world.store.breaker(world.repo.full_name)
+    assert breaker is not None and breaker.open and breaker.cause == "same_failure"
+    [issue] = world.gh.issues_of(world.repo)
+    assert "the same failure on several pull requests" in issue.title
+
+
+def test_control_the_same_failure_the_base_does_not_show_is_each_prs_own(world: World) -> None:
+    """Sibling PRs, each with a broken change of its own, failing the same test the same way
+    while the base never ran the job (as the hostile and Actions serve worlds' PRs do): no
+    breaker, each handed back."""
+    prs = []
+    for n in range(4):
+        pr, _ = queue_and_fail(world, f"feat-o{n}", RED, files={f"o{n}.py": f"x = {n}\n"})
+        world.settle()
+        prs.append(pr)
+    assert world.store.breaker(world.repo.full_name) is None
+    assert [d.outcome for d in world.store.drops()] == ["handed_back"] * 4
+    for pr in prs:
+        assert len(handbacks(world, pr.number)) == 1
+    assert world.gh.issues_of(world.repo) == []
+
+
+def test_a_waiting_drop_whose_pr_runs_another_job_waits_for_it(world: World) -> None:
+    """The base turns green while one waiting PR runs another job (leased by another
+    worker): the others go back in the queue in their order, that one is not released
+    under its job, and follows once the job is done (the hold job looks again soon)."""
+    red_base(world)
+    prs = []
+    for n in range(3):
+        pr, _ = queue_and_fail(world, f"feat-b{n}", RED, files={f"b{n}.py": f"x = {n}\n"})
+        world.settle()
+        prs.append(pr.number)
+    repo = world.repo.full_name
+    busy = world.store.add_job("checks", {"repo": repo, "pr": prs[0]})
+    lease = world.store.lease_job("another-worker", dt.timedelta(minutes=2), kinds=("checks",))
+    assert lease is not None and lease.id == busy
+    green_base(world)
+    world.settle()
+
+    def outcome(number: int) -> str:
+        [drop] = [d for d in world.store.drops() if d.pr == number]
+        return drop.outcome
+
+    assert [outcome(n) for n in prs] == ["waiting_base", "requeued", "requeued"]
+    assert [j for j in world.store.jobs() if j.kind == "hold" and j.status == "queued"]
+
+    assert world.store.finish_job(busy, "another-worker")
+    with world.store.tx() as conn:  # time passes: the hold job's look again is due
+        conn.execute(sa.update(jobs).where(jobs.c.kind == "hold").values(not_before=None))
+    world.settle()
+    assert [outcome(n) for n in prs] == ["requeued"] * 3
+    queue = world.gh.queue(world.repo)
+    assert queue is not None and [e.pr.number for e in queue.entries] == [*prs[1:], prs[0]]

@@ -20,6 +20,7 @@ from landbot.land.breaker import (
     release_order,
     should_close,
     should_open,
+    shows_on_base,
     signal_of,
 )
 from landbot.land.model import Decision, HandBack, Policy, Requeue, RunFixer, Status
@@ -122,16 +123,92 @@ def test_old_or_spent_server_errors_do_not_count() -> None:
     assert should_open([], T0, POLICY, server_errors=recent, closed_at=closed) is None
 
 
-def test_the_same_failure_on_several_prs() -> None:
-    same = [Signal(i, i, T0, None, "test\nE boom") for i in range(3)]
-    opening = should_open(same, T0, POLICY)
-    assert opening is not None and opening.cause == "same_failure"
-    # controls: two PRs, or one PR three times, or different failures
-    assert should_open(same[:2], T0, POLICY) is None
+def same(pr: int, *, on_base: bool = True, ahead: tuple[int, ...] = (), sig: str = "t") -> Signal:
+    """PR `pr`'s drop failing the job "test" with the lines `sig`; `on_base`: the base's
+    newest run failed that job too."""
+    return Signal(pr, pr, T0, None, f"test\nE {sig}", f"https://x/{pr}", on_base, ahead)
+
+
+@pytest.mark.parametrize("n", range(0, 7))
+def test_the_same_failure_opens_it_at_same_failure_prs_and_not_before(n: int) -> None:
+    opening = should_open([same(i) for i in range(1, n + 1)], T0, POLICY)
+    assert (opening is not None) == (n >= POLICY.same_failure_prs)
+    if opening is not None:
+        assert opening.cause == "same_failure"
+        assert opening.detail.startswith(f"{n} pull requests failed the same job the same way")
+
+
+def test_the_same_failure_counts_pull_requests_not_drops_nor_other_failures() -> None:
+    # one PR three times, or three different failures: one each
     assert (
-        should_open([Signal(i, 1, T0, None, "test\nE boom") for i in range(5)], T0, POLICY) is None
+        should_open([Signal(i, 1, T0, None, "test\nE t", "", True) for i in range(5)], T0, POLICY)
+        is None
     )
-    assert should_open([Signal(i, i, T0, None, f"s{i}") for i in range(5)], T0, POLICY) is None
+    assert should_open([same(i, sig=f"s{i}") for i in range(1, 6)], T0, POLICY) is None
+    # control: three PRs, each twice
+    assert should_open([same(i % 3 + 1) for i in range(6)], T0, POLICY) is not None
+
+
+def test_a_failure_only_the_merge_groups_show_is_the_prs_own() -> None:
+    """Sibling PRs each breaking the same test, or stacked PRs carrying one broken commit:
+    the base passes that job (or never ran it), so however many fail, nothing opens."""
+    own = [same(i, on_base=False) for i in range(1, 11)]
+    assert should_open(own, T0, POLICY) is None
+    # N-1 shown on the base, the rest not: still N-1
+    wanted = POLICY.same_failure_prs
+    mixed = [same(i, on_base=i < wanted) for i in range(1, 11)]
+    assert should_open(mixed, T0, POLICY) is None
+    # control: the N-th shown on the base too
+    opening = should_open([*mixed, same(11)], T0, POLICY)
+    assert opening is not None and opening.cause == "same_failure"
+    assert set(opening.links) == {f"https://x/{i}" for i in [*range(1, wanted), 11]}
+
+
+def test_a_failure_carried_by_a_pr_ahead_in_the_merge_group_counts_once() -> None:
+    # #1 broke it; #2 and #3 were queued behind it, their groups holding #1's change
+    carried = [same(1), same(2, ahead=(1,)), same(3, ahead=(1, 2))]
+    assert should_open(carried, T0, POLICY) is None
+    # a PR ahead that is not one of the failing ones carries nothing of this failure
+    assert should_open([same(1), same(2, ahead=(9,)), same(3, ahead=(8,))], T0, POLICY) is not None
+    # control: the same PRs in groups of their own
+    assert should_open([same(1), same(2), same(3)], T0, POLICY) is not None
+    # and two more independent PRs make the count again
+    assert should_open([*carried, same(4), same(5)], T0, POLICY) is not None
+
+
+def test_old_or_spent_same_failures_do_not_count() -> None:
+    old = T0 - dt.timedelta(minutes=31)
+    late = [replace(same(i), at=old) for i in range(1, 4)]
+    assert should_open(late, T0, POLICY) is None
+    assert should_open(late, old, POLICY) is not None  # control: within its window
+    assert should_open([same(i) for i in range(1, 4)], T0, POLICY, closed_at=T0) is None
+
+
+def test_what_shows_on_the_base() -> None:
+    policy = Policy()
+    ev = Evidence(triage_class="genuine", jobs=(job("genuine"),), base_failed=("test",))
+    assert shows_on_base(ev, policy)
+    # refusals: the base passed it (or never ran it), or the base was not read
+    assert not shows_on_base(replace(ev, base_failed=()), policy)
+    assert not shows_on_base(replace(ev, base_failed=("lint",)), policy)
+    # one more blamed job the base does not fail: the PR brings that one
+    lint = replace(job("genuine"), job="lint")
+    assert not shows_on_base(replace(ev, jobs=(job("genuine"), lint)), policy)
+    assert shows_on_base(
+        replace(ev, jobs=(job("genuine"), lint), base_failed=("test", "lint")), policy
+    )
+    # a job not blamed on the PR (a flaky one, re-enqueued anyway) asks nothing of the base
+    flaky = replace(job("flaky"), job="lint")
+    assert shows_on_base(replace(ev, jobs=(job("genuine"), flaky)), policy)
+    assert not shows_on_base(replace(ev, jobs=(flaky,), base_failed=("lint",)), policy)
+
+
+def test_a_drops_signal_carries_the_base_and_the_prs_ahead() -> None:
+    ev = Evidence(triage_class="genuine", jobs=(job("genuine"),), prs_ahead=(3, 4))
+    sig = signal_of(1, DROP, "handed_back", ev, T0, "sig", on_base=True)
+    assert sig is not None and sig.on_base and sig.ahead == (3, 4)
+    sig = signal_of(1, DROP, "handed_back", ev, T0, "sig")
+    assert sig is not None and not sig.on_base
 
 
 def test_switched_off_it_never_opens() -> None:
@@ -212,8 +289,10 @@ def test_what_a_held_drop_becomes() -> None:
         assert after_breaker(DROP, pr, outage, History(), policy).outcome == "ignored"
 
 
-def test_the_same_failure_counts_only_when_asked_for() -> None:
-    """`same_failure_prs` is 0 by default (off): a red base, its usual cause, is found on
-    its own; the control above sets it to 3."""
-    same = [Signal(i, i, T0, None, "test\nE boom") for i in range(10)]
-    assert should_open(same, T0, BreakerPolicy()) is None
+def test_the_same_failure_is_on_by_default_and_zero_turns_it_off() -> None:
+    """`same_failure_prs` is 3 by default; 0 switches the count off (a red base, its most
+    usual cause, is found on its own)."""
+    assert BreakerPolicy().same_failure_prs == 3
+    many = [same(i) for i in range(1, 11)]
+    assert should_open(many, T0, BreakerPolicy()) is not None
+    assert should_open(many, T0, BreakerPolicy(same_failure_prs=0)) is None

@@ -29,6 +29,14 @@ def drop(store: Store, pr: int, repo: str = "o/r") -> int:
     return drop_id
 
 
+def run_together(threads: list[threading.Thread]) -> None:
+    """Start the threads (each waits at its barrier) and wait for them all."""
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+
+
 def test_a_second_job_of_a_pr_waits_for_the_first(store: Store) -> None:
     d = drop(store, 7)
     first = store.add_job("drop", {"drop_id": d}, drop_id=d)
@@ -173,11 +181,105 @@ def test_concurrent_workers_never_hold_two_jobs_of_one_pr(store: Store) -> None:
         except BaseException as exc:  # reported below, not lost in the thread
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(f"w{i}",)) for i in range(workers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    run_together([threading.Thread(target=work, args=(f"w{i}",)) for i in range(workers)])
     assert not errors, errors
     assert overlaps == []
     assert sorted(done) == sorted(set(done)) and len(done) == prs * per_pr
+
+
+# --- the hold job's release of one drop takes its PR's lease (issue 27.2) ----------------
+
+
+def test_a_release_waits_for_the_prs_running_job_and_holds_the_pr_back_itself(
+    store: Store,
+) -> None:
+    d7, d8 = drop(store, 7), drop(store, 8)
+    job = store.add_job("drop", {"drop_id": d7}, drop_id=d7)
+    running = store.lease_job("w1", TTL)
+    assert running is not None and running.id == job
+    # Refused while PR 7's drop job runs; PR 8's release goes on (the control).
+    assert store.claim_pr(d7, "hold", TTL) is None
+    other = store.claim_pr(d8, "hold", TTL)
+    assert other is not None
+    assert store.finish_job(other, "hold")
+    assert store.finish_job(job, "w1")
+    release = store.claim_pr(d7, "hold", TTL)  # the control: once it finished
+    assert release is not None
+    row = store.job(release)
+    assert row is not None and (row.kind, row.status, row.drop_id) == ("release", "leased", d7)
+    # The other way round: PR 7's next drop job waits while its release runs.
+    nxt = store.add_job("drop", {"drop_id": d7}, drop_id=d7)
+    assert store.lease_job("w2", TTL) is None
+    assert store.claim_pr(d7, "hold2", TTL) is None  # nor does a second release start
+    assert store.finish_job(release, "hold")
+    taken = store.lease_job("w2", TTL)
+    assert taken is not None and taken.id == nxt
+
+
+def test_a_killed_releases_lease_expires_and_is_taken_as_a_job(store: Store) -> None:
+    d = drop(store, 7)
+    dead = store.claim_pr(d, "dead", dt.timedelta(seconds=0.3))
+    assert dead is not None
+    store.add_job("drop", {"drop_id": d}, drop_id=d)
+    assert store.lease_job("w1", TTL) is None  # held while the lease lives
+    time.sleep(0.5)  # the hold job's worker was SIGKILLed
+    taken = store.lease_job("w1", TTL)
+    assert taken is not None and (taken.id, taken.kind, taken.attempts) == (dead, "release", 2)
+    assert taken.payload == {"drop_id": d}
+
+
+def test_a_release_and_a_drop_job_of_one_pr_never_run_together(store: Store) -> None:
+    """Workers leasing PR 7's drop jobs and hold jobs releasing its drops, all at once, each
+    thread with its own connection: never two of them on PR 7 together."""
+    d = drop(store, 7)
+    rounds, workers = 12, 4
+    for i in range(rounds):
+        store.add_job("drop", {"drop_id": d, "i": i}, drop_id=d)
+    lock = threading.Lock()
+    in_flight: list[str] = []
+    overlaps: list[list[str]] = []
+    releases: list[int] = []
+    drop_jobs: list[int] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(workers)
+
+    def hold(me: str, rng: random.Random) -> None:
+        with lock:
+            if in_flight:
+                overlaps.append([*in_flight, me])
+            in_flight.append(me)
+        time.sleep(rng.uniform(0.002, 0.02))  # the release's calls, or the job's actions
+        with lock:
+            in_flight.remove(me)  # before the finish commits: then the next may go
+
+    def work(name: str, releaser: bool) -> None:
+        rng = random.Random(name)
+        try:
+            start.wait(10)
+            idle = 0
+            while idle < 40:
+                if releaser:
+                    if len(releases) >= rounds:
+                        return
+                    got = store.claim_pr(d, name, TTL)
+                else:
+                    lease = store.lease_job(name, TTL, kinds=("drop",))
+                    got = lease.id if lease is not None else None
+                if got is None:
+                    idle += 1
+                    time.sleep(0.005)
+                    continue
+                idle = 0
+                hold(f"{name}:{got}", rng)
+                assert store.finish_job(got, name)
+                with lock:
+                    (releases if releaser else drop_jobs).append(got)
+        except BaseException as exc:  # reported below, not lost in the thread
+            errors.append(exc)
+
+    run_together(
+        [threading.Thread(target=work, args=(f"w{i}", i % 2 == 0)) for i in range(workers)]
+    )
+    assert not errors, errors
+    assert overlaps == []
+    assert len(drop_jobs) == rounds and len(releases) >= rounds  # both sides ran, in turns
