@@ -64,7 +64,10 @@ def server(shared_server: FakeGitHubServer, gh: FakeGitHub) -> FakeGitHubServer:
 
 @pytest.fixture
 def api(server: FakeGitHubServer, token: str) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, headers={"Authorization": f"token {token}"}) as client:
+    # 30 s, not httpx's 5: a process's first GraphQL answer builds GitHub's schema (a second
+    # on a quiet machine, more than 5 under a loaded one).
+    auth = {"Authorization": f"token {token}"}
+    with httpx.Client(base_url=server.url, headers=auth, timeout=30) as client:
         yield client
 
 

@@ -84,12 +84,16 @@ def test_the_process_serves_and_is_driven_over_http(
     app_jwt = jwt.encode(
         {"iss": str(served["app_id"]), "iat": now - 60, "exp": now + 540}, key, algorithm="RS256"
     )
-    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {app_jwt}"}) as app:
+    # 30 s, as above: the first GraphQL answer builds GitHub's schema (a second on a quiet
+    # machine), and httpx's default 5 s ran out under a loaded one.
+    with httpx.Client(
+        base_url=url, headers={"Authorization": f"Bearer {app_jwt}"}, timeout=30
+    ) as app:
         inst = app.get("/repos/acme/widgets/installation").json()
         assert inst["id"] == served["installations"]["acme"]
         token = app.post(f"/app/installations/{inst['id']}/access_tokens").json()["token"]
 
-    with httpx.Client(base_url=url, headers={"Authorization": f"token {token}"}) as api:
+    with httpx.Client(base_url=url, headers={"Authorization": f"token {token}"}, timeout=30) as api:
         assert api.get("/repos/acme/widgets/pulls/1").json()["head"]["ref"] == "feature"
         enqueue = api.post(
             "/graphql",
@@ -101,7 +105,7 @@ def test_the_process_serves_and_is_driven_over_http(
         )
         assert "errors" not in enqueue.json()
 
-    with httpx.Client(base_url=url) as control:
+    with httpx.Client(base_url=url, timeout=30) as control:
         steps = control.post("/_fake/queue/run", json={}).json()
         assert [s["action"] for s in steps] == ["built", "merged"]
         counts = control.get("/_fake/requests").json()
