@@ -126,17 +126,21 @@ def serve(
     """
     import threading
 
+    from landbot.config import load_settings
+
+    # The settings first: a refusal of them is the commonest start, and the second or so
+    # of importing the web app, the store and the pipeline would only delay its one line.
+    settings = load_settings(config)
+    level = _start_logs(settings)
+    from landbot.ready import check_ready
+
+    check_ready(settings, webhook=True)  # every setting it would fail on later, now
     import uvicorn
 
-    from landbot.config import load_settings
     from landbot.pipeline.wiring import make_github, make_worker, open_store
-    from landbot.ready import check_ready
     from landbot.web import access
     from landbot.web.app import create_app
 
-    settings = load_settings(config)
-    level = _start_logs(settings)
-    check_ready(settings, webhook=True)  # every setting it would fail on later, now
     host = host or settings.web.host
     port = port if port is not None else settings.web.port
     token = access.load_or_make(settings)
@@ -199,12 +203,14 @@ def worker(config: ConfigOpt = None) -> None:
 
     from landbot import logs
     from landbot.config import load_settings
-    from landbot.pipeline.wiring import make_github, make_worker, open_store
+
+    settings = load_settings(config)  # before the heavy imports, as in `serve`
+    _start_logs(settings)
     from landbot.ready import check_ready
 
-    settings = load_settings(config)
-    _start_logs(settings)
     check_ready(settings)
+    from landbot.pipeline.wiring import make_github, make_worker, open_store
+
     gh = make_github(settings)
     store = open_store(settings)
     stop = threading.Event()
@@ -233,18 +239,20 @@ def poll(
     they lead to. Every other job in the store is left to the workers.
     """
     from landbot.config import load_settings
-    from landbot.intake.poll import sweep
-    from landbot.pipeline.poll import finish_own_work, hold_sweeps, own_drops
-    from landbot.pipeline.wiring import make_github, make_worker, open_store
-    from landbot.ready import check_ready
-    from landbot.store import utcnow
 
-    settings = load_settings(config)
+    settings = load_settings(config)  # before the heavy imports, as in `serve`
     _start_logs(settings)
     repos = repo or settings.repos
     if not repos:
         raise LandbotError("no repository to sweep: pass --repo OWNER/NAME or set LANDBOT_REPOS")
+    from landbot.ready import check_ready
+
     check_ready(settings, work=not no_process)  # --no-process runs no job
+    from landbot.intake.poll import sweep
+    from landbot.pipeline.poll import finish_own_work, hold_sweeps, own_drops
+    from landbot.pipeline.wiring import make_github, make_worker, open_store
+    from landbot.store import utcnow
+
     gh = make_github(settings)
     store = open_store(settings)
     new: list[int] = []
