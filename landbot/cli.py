@@ -9,11 +9,16 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from landbot.errors import LandbotError
+
+if TYPE_CHECKING:  # typing only: each command imports its stage when it runs
+    from landbot.config import Settings
+    from landbot.github.client import GitHubClient
+    from landbot.store import Store
 
 app = typer.Typer(
     name="landbot",
@@ -248,13 +253,24 @@ def poll(
     from landbot.ready import check_ready
 
     check_ready(settings, work=not no_process)  # --no-process runs no job
-    from landbot.intake.poll import sweep
-    from landbot.pipeline.poll import finish_own_work, hold_sweeps, own_drops
-    from landbot.pipeline.wiring import make_github, make_worker, open_store
-    from landbot.store import utcnow
+    from landbot.pipeline.wiring import make_github, open_store, save_calls
 
     gh = make_github(settings)
     store = open_store(settings)
+    try:
+        _poll(settings, store, gh, repos, no_process=no_process)
+    finally:
+        save_calls(store)  # this run's GitHub requests, for /metrics (issue 28.4)
+
+
+def _poll(
+    settings: Settings, store: Store, gh: GitHubClient, repos: list[str], *, no_process: bool
+) -> None:
+    from landbot.intake.poll import sweep
+    from landbot.pipeline.poll import finish_own_work, hold_sweeps, own_drops
+    from landbot.pipeline.wiring import make_worker
+    from landbot.store import utcnow
+
     new: list[int] = []
     for name in repos:
         found = sweep(store, gh, name, now=utcnow())
@@ -289,14 +305,17 @@ def retry(
     """Re-run triage and a land attempt for one pull request."""
     from landbot.config import load_settings
     from landbot.pipeline.commands import retry as retry_pr
-    from landbot.pipeline.wiring import make_lander, open_store, resolve_repo
+    from landbot.pipeline.wiring import make_lander, open_store, resolve_repo, save_calls
 
     settings = load_settings(config)
     _start_logs(settings)
     name = resolve_repo(settings, repo)
     store = open_store(settings)
     lander = make_lander(settings, store, progress=lambda msg: typer.echo(f"… {msg}", err=True))
-    decision = retry_pr(lander, store, name, pr, source="operator")
+    try:
+        decision = retry_pr(lander, store, name, pr, source="operator")
+    finally:
+        save_calls(store)  # its GitHub requests, for /metrics (issue 28.4)
     typer.echo(f"{name}#{pr}: {decision.outcome}: {decision.why}")
 
 

@@ -51,8 +51,21 @@ def make_github(settings: Settings) -> GitHubClient:
         )
     from landbot.github.budget import BudgetPolicy, Planner
     from landbot.github.client import GitHubClient
+    from landbot.github.tally import PROCESS_TALLY
 
+    # From the first request on, this process's calls are tallied for the store (issue 28.4):
+    # the Worker saves them, and `poll` and `retry` as they end (save_calls).
+    PROCESS_TALLY.attach()
     return GitHubClient(gh, planner=Planner(BudgetPolicy.from_settings(settings.budget)))
+
+
+def save_calls(store: Store) -> None:
+    """Save this process's GitHub request counts in the store now (a short-lived command's
+    last act; a worker saves its own every few seconds)."""
+    from landbot.github.tally import PROCESS_TALLY
+    from landbot.store import utcnow
+
+    store.save_call_counts(PROCESS_TALLY.process, PROCESS_TALLY.snapshot(), utcnow())
 
 
 def make_repo_settings(settings: Settings, store: Store, gh: GitHubClient) -> RepoSettings:
@@ -174,6 +187,7 @@ def _run_on_actions(
 
 
 def make_worker(settings: Settings, store: Store, *, gh: GitHubClient | None = None) -> Worker:
+    from landbot.github.tally import PROCESS_TALLY
     from landbot.pipeline.flaky_issues import EVERY_S, sweep
     from landbot.pipeline.worker import Worker
 
@@ -200,6 +214,8 @@ def make_worker(settings: Settings, store: Store, *, gh: GitHubClient | None = N
         if settings.flaky_issues.enabled
         else None,
         flaky_every=EVERY_S,
+        # Every process's requests reach the store, so one /metrics counts them all.
+        calls=PROCESS_TALLY,
     )
 
 

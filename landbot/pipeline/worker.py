@@ -23,6 +23,7 @@ from landbot.core.model import Drop, Evidence, FixerResult
 from landbot.errors import LandbotError
 from landbot.fixer.actions import CURRENT_JOB, FixWaiting
 from landbot.github.errors import MutationOutcomeUnknown, NetworkError, RateLimited, ServerError
+from landbot.github.tally import CallTally
 from landbot.intake import events
 from landbot.land.decide import job_failed
 from landbot.pipeline import deliveries
@@ -41,6 +42,9 @@ MAX_ATTEMPTS = 5
 JobPayload = dict[str, Any]
 # How often a running worker prunes old deliveries and jobs (landbot.store.retention).
 PRUNE_EVERY_S = 3600.0
+# How often a worker saves its process's GitHub request counts for /metrics: a scrape of
+# another process sees them at most this late.
+CALLS_EVERY_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,8 @@ class Worker:
         retention: dt.timedelta | None = None,
         flaky_sweep: Callable[[], object] | None = None,
         flaky_every: float = 600.0,
+        calls: CallTally | None = None,
+        calls_every: float = CALLS_EVERY_S,
     ) -> None:
         self.store = store
         self.lander_factory = lander_factory
@@ -111,6 +117,11 @@ class Worker:
         self.flaky_sweep = flaky_sweep
         self.flaky_every = flaky_every
         self._swept_at: float | None = None
+        # This process's GitHub requests, saved in the store for /metrics (issue 28.4);
+        # None: not saved (a test's worker).
+        self.calls = calls
+        self.calls_every = calls_every
+        self._calls_saved_at: float | None = None
         self.last_beat = time.monotonic()
 
     @property
@@ -147,11 +158,36 @@ class Worker:
             try:
                 self.prune_due()
                 self.flaky_due()
+                self.calls_due()
                 if not self.step():
                     stop.wait(self.idle_sleep)
             except Exception:  # the store itself failed: keep the worker alive, try later
                 log.exception("worker step failed")
                 stop.wait(max(self.idle_sleep, 2.0))
+        self.save_calls()  # the last counts, as it stops
+
+    def calls_due(self) -> bool:
+        """Save this process's GitHub request counts when `calls_every` seconds have passed
+        since this worker last did (at once on the first call); True when it saved."""
+        now = time.monotonic()
+        if self.calls is None or (
+            self._calls_saved_at is not None and now - self._calls_saved_at < self.calls_every
+        ):
+            return False
+        self._calls_saved_at = now
+        return self.save_calls()
+
+    def save_calls(self) -> bool:
+        """Save the counts now (`landbot poll` does as it ends); a failure is logged: the
+        counts are absolute, so the next save makes up for it."""
+        if self.calls is None:
+            return False
+        try:
+            self.store.save_call_counts(self.calls.process, self.calls.snapshot(), utcnow())
+        except Exception as exc:
+            logs.event(log, "GitHub call counts not saved", logging.WARNING, error=exc)
+            return False
+        return True
 
     def prune_due(self, every: float = PRUNE_EVERY_S) -> bool:
         """Prune the store when `every` seconds have passed since this worker last did (at
@@ -175,6 +211,7 @@ class Worker:
             delivery_bytes=pruned.delivery_bytes,
             jobs=pruned.jobs,
             baselines=pruned.baselines,
+            call_rows=pruned.call_rows,
             retention_days=round(self.retention / dt.timedelta(days=1), 3),
         )
         return True

@@ -45,10 +45,11 @@ class Pruned:
     delivery_bytes: int  # the raw bodies of those deliveries
     jobs: int
     baselines: int = 0  # rows of `baselines` and `baseline_runs`
+    call_rows: int = 0  # rows of `call_counts` of processes gone quiet, folded into "retired"
 
     @property
     def nothing(self) -> bool:
-        return self.deliveries == 0 and self.jobs == 0 and self.baselines == 0
+        return self.deliveries == 0 and self.jobs == 0 and self.baselines == 0 == self.call_rows
 
 
 def prune(
@@ -68,7 +69,11 @@ def prune(
     n_baselines = _prune_older(store, baselines, baselines.c.made_at, cutoff, batch)
     n_baselines += _prune_older(store, baseline_runs, baseline_runs.c.found_at, cutoff, batch)
     return Pruned(
-        deliveries=n_deliveries, delivery_bytes=body_bytes, jobs=n_jobs, baselines=n_baselines
+        deliveries=n_deliveries,
+        delivery_bytes=body_bytes,
+        jobs=n_jobs,
+        baselines=n_baselines,
+        call_rows=store.retire_call_counts(cutoff),
     )
 
 

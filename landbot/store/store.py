@@ -44,6 +44,7 @@ from landbot.store.tables import (
     baselines,
     breakers,
     budgets,
+    call_counts,
     comment_posts,
     comments,
     deliveries,
@@ -72,6 +73,8 @@ TEST_ID_CHARS = 500
 
 # GitHub's 5xx answers are kept a day: longer than any breaker window worth having.
 SERVER_ERRORS_KEPT = dt.timedelta(days=1)
+# The `call_counts` process that holds the counts of processes long gone (retire_call_counts).
+RETIRED = "retired"
 CHECK_NAME_CHARS = 300
 
 
@@ -1857,6 +1860,84 @@ class Store:
         )
         with self.engine.connect() as conn:
             return [_aware(t) for t in conn.execute(q).scalars()]
+
+    # --- every process's GitHub requests (issue 28.4) ----------------------------------
+
+    def save_call_counts(
+        self, process: str, counts: Mapping[tuple[str, str, str], int], at: dt.datetime
+    ) -> None:
+        """This process's GitHub requests so far, by (installation, api, status): absolute
+        counts, so a save repeated or lost costs nothing; the rows saved are replaced."""
+        if not counts:
+            return
+        with self.tx() as conn:
+            conn.execute(call_counts.delete().where(call_counts.c.process == process))
+            conn.execute(
+                call_counts.insert(),
+                [
+                    {
+                        "process": process,
+                        "installation": installation[:100],
+                        "api": api[:16],
+                        "status": status[:16],
+                        "count": n,
+                        "updated_at": at,
+                    }
+                    for (installation, api, status), n in sorted(counts.items())
+                ],
+            )
+
+    def call_counts(self) -> dict[tuple[str, str, str], int]:
+        """Every process's GitHub requests as last saved, summed by (installation, api,
+        status): what /metrics reports for the whole deployment."""
+        c = call_counts.c
+        q = sa.select(c.installation, c.api, c.status, sa.func.sum(c.count)).group_by(
+            c.installation, c.api, c.status
+        )
+        with self.engine.connect() as conn:
+            return {(i, a, st): int(n) for i, a, st, n in conn.execute(q)}
+
+    def retire_call_counts(self, before: dt.datetime) -> int:
+        """Fold the rows of processes that last saved before `before` (stopped, or killed)
+        into the process RETIRED, so the table stays small and the sums never fall.
+        Returns how many rows went."""
+        c = call_counts.c
+        with self.tx() as conn:
+            old = conn.execute(
+                sa.select(c.installation, c.api, c.status, sa.func.sum(c.count))
+                .where(c.updated_at < before, c.process != RETIRED)
+                .group_by(c.installation, c.api, c.status)
+            ).all()
+            if not old:
+                return 0
+            kept = {
+                (i, a, st): int(n)
+                for i, a, st, n in conn.execute(
+                    sa.select(c.installation, c.api, c.status, c.count).where(c.process == RETIRED)
+                )
+            }
+            for installation, api, status, n in old:
+                key = (installation, api, status)
+                kept[key] = kept.get(key, 0) + int(n)
+            gone = conn.execute(
+                call_counts.delete().where(c.updated_at < before, c.process != RETIRED)
+            ).rowcount
+            conn.execute(call_counts.delete().where(c.process == RETIRED))
+            conn.execute(
+                call_counts.insert(),
+                [
+                    {
+                        "process": RETIRED,
+                        "installation": i,
+                        "api": a,
+                        "status": st,
+                        "count": n,
+                        "updated_at": before,
+                    }
+                    for (i, a, st), n in sorted(kept.items())
+                ],
+            )
+        return int(gone or 0)
 
     # --- leasing ---------------------------------------------------------------------
 

@@ -395,6 +395,22 @@ server_errors = sa.Table(
 )
 
 
+# Revision 0014: the GitHub requests of every landbot process sharing the store (issue 28.4),
+# so one /metrics counts them all: each process saves its own counts (absolute: a save
+# repeated is harmless) by (installation, api, status); rows of a process gone quiet for the
+# retention period are added into the process "retired" and deleted, so sums never fall.
+call_counts = sa.Table(
+    "call_counts",
+    metadata,
+    sa.Column("process", Str(200), primary_key=True),
+    sa.Column("installation", Str(100), primary_key=True),
+    sa.Column("api", Str(16), primary_key=True),
+    sa.Column("status", Str(16), primary_key=True),
+    sa.Column("count", sa.BigInteger, nullable=False),
+    sa.Column("updated_at", TS, nullable=False),
+)
+
+
 # Revision 0011: one issue per flaky test (land/flaky_issues.py): its number (None until
 # made), the state landbot left it in (open | closed), the owners CODEOWNERS named when it
 # was opened (space-separated; mentioned then only), and what it last showed, so it is

@@ -9,7 +9,8 @@ Two kinds of figures, told apart by where they live:
   verdict (landbot.pipeline.worker's FIXER_OBSERVERS); webhook deliveries by outcome (the
   receiver's counters). They restart at zero with the process, as counters may. Under
   `landbot serve` the worker runs in the same process, so its calls and runs are here; a
-  separate `landbot worker` process has no /metrics of its own.
+  separate `landbot worker` process has no /metrics of its own, so every process also
+  saves its GitHub request counts in the store (landbot.github.tally), read below.
 - What the store knows is read on each scrape (`read_store`, in a thread), so every
   replica reports the same shared figures (aggregate them with max, not sum): drops by
   repository and reason, settled drops by repository, reason, class and outcome, the time
@@ -230,6 +231,8 @@ class StoreFigures:
     deliveries: Mapping[str, int] = field(default_factory=dict)  # status -> waiting now
     flaky: Sequence[LedgerTest] = ()
     breakers: Mapping[str, bool] = field(default_factory=dict)  # repo -> its breaker is open
+    # (installation, api, status) -> GitHub requests of every process, as each last saved
+    calls: Mapping[tuple[str, str, str], int] = field(default_factory=dict)
 
 
 def _aware(value: Any) -> dt.datetime:
@@ -332,6 +335,7 @@ def read_store(store: Store, *, now: dt.datetime | None = None) -> StoreFigures:
         deliveries={str(status): int(n) for status, n in delivery_rows},
         flaky=tuple(flaky),
         breakers={b.repo: b.open for b in breaker_rows},
+        calls=store.call_counts(),
     )
 
 
@@ -428,6 +432,16 @@ def store_families(figures: StoreFigures | None) -> list[Metric]:
     )
     for repo, is_open in sorted(figures.breakers.items()):
         breaker.add_metric([repo], 1.0 if is_open else 0.0)
+    every = CounterMetricFamily(  # issue 28.4
+        "landbot_github_requests_all_processes",
+        "HTTP requests every landbot process sharing this store (serve, each worker, poll, "
+        "retry) sent to the GitHub API, as each last saved its count (every 15 s, and as it "
+        "ends), by installation, API and status. The same on every replica: aggregate with "
+        "max. landbot_github_requests is this process's alone, counted live.",
+        labels=["installation", "api", "status"],
+    )
+    for (installation, api, status), calls in sorted(figures.calls.items()):
+        every.add_metric([installation, api, status], calls)
 
     return [
         up,
@@ -440,6 +454,7 @@ def store_families(figures: StoreFigures | None) -> list[Metric]:
         running,
         waiting,
         breaker,
+        every,
     ]
 
 

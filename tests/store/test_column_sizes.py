@@ -198,6 +198,13 @@ LONGEST: dict[tuple[str, str], str] = {
     ("breakers", "issue_body_sha"): "f" * 64,
     # pipeline/worker.py: a job attempt GitHub failed with a 5xx (the breaker counts them)
     ("server_errors", "repo"): REPO.lower(),
+    # github/tally.py process_name (host cut at 120, pid at most 7 digits, Unix time) and
+    # CallRecord's labels (an installation id, "app", "token" or "unknown"; rest or graphql;
+    # an HTTP status or "error"); the store also cuts each label to its column
+    ("call_counts", "process"): f"{'h' * 120}:{2**22}:{2**32}",
+    ("call_counts", "installation"): str(2**63),
+    ("call_counts", "api"): "graphql",
+    ("call_counts", "status"): "error",
     # pipeline/flaky_issues.py: one issue per flaky test (its id as the ledger keeps it)
     ("flaky_issues", "repo"): REPO,
     ("flaky_issues", "test"): "t" * TEST_ID_CHARS,

@@ -268,6 +268,7 @@ def test_every_family_is_there_with_its_type_and_unit(sqlite_store: Store) -> No
         "landbot_deliveries_waiting": "gauge",
         "landbot_flaky_test_failures": "gauge",
         "landbot_breaker_open": "gauge",
+        "landbot_github_requests_all_processes_total": "counter",
     }
     # No `_created` series: this process's counters are plain counters.
     assert not any(name.endswith("_created") for name in kinds)
