@@ -356,6 +356,8 @@ def test_the_longest_values_are_stored_and_read_back(store: Store) -> None:
         REPO, v[("flaky_issues", "test")], number=2**31 - 1, state=v[("flaky_issues", "state")]
     )
     store.note_server_error(REPO, now)
+    labels = (v[("call_counts", "installation")], v[("call_counts", "api")], "error")
+    store.save_call_counts(v[("call_counts", "process")], {labels: 2**62}, now)
 
     for (table, column), value in sorted(LONGEST.items()):
         # Leases end and statuses move on: those were checked when written, above.
