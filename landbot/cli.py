@@ -232,8 +232,11 @@ def poll(
     the last day still pending (the jobs a killed or timed-out run left), with the fix jobs
     they lead to. Every other job in the store is left to the workers.
     """
+    import datetime as dt
+
     from landbot.config import load_settings
-    from landbot.intake.poll import sweep
+    from landbot.intake.poll import sweep_many
+    from landbot.intake.schedule import Intervals, due
     from landbot.pipeline.poll import finish_own_work, hold_sweeps, own_drops
     from landbot.pipeline.wiring import make_github, make_worker, open_store
     from landbot.ready import check_ready
@@ -247,11 +250,31 @@ def poll(
     check_ready(settings, work=not no_process)  # --no-process runs no job
     gh = make_github(settings)
     store = open_store(settings)
-    new: list[int] = []
-    for name in repos:
-        found = sweep(store, gh, name, now=utcnow())
-        typer.echo(f"landbot: {name}: {len(found)} new drop(s)", err=True)
-        new.extend(found)
+    now = utcnow()
+    # Repositories named with --repo are swept now (a person asked); the watched ones when
+    # intake/schedule.py says they can find something.
+    if repo:
+        chosen = list(repos)
+    else:
+        intervals = Intervals(
+            active=dt.timedelta(minutes=settings.poll.active_minutes),
+            idle=dt.timedelta(minutes=settings.poll.idle_minutes),
+        )
+        chosen = [d.repo for d in due(repos, store.sweep_states(repos), now, intervals)]
+    swept = sweep_many(store, gh, chosen, now=now, batch=settings.poll.batch)
+    new = swept.new
+    typer.echo(
+        f"landbot: swept {len(swept.swept)} of {len(repos)} repositories in {swept.queries} "
+        f"GraphQL quer{'y' if swept.queries == 1 else 'ies'}: {len(new)} new drop(s)",
+        err=True,
+    )
+    for name, why in swept.missing.items():
+        typer.echo(f"landbot: {name}: not swept: {why}", err=True)
+    if swept.deferred:
+        typer.echo(
+            f"landbot: {len(swept.not_swept)} repositories left for the next run: {swept.deferred}",
+            err=True,
+        )
     if no_process:
         return
     own = own_drops(store, repos, new, now=utcnow())
