@@ -258,24 +258,53 @@ def poll(
     gh = make_github(settings)
     store = open_store(settings)
     try:
-        _poll(settings, store, gh, repos, no_process=no_process)
+        _poll(settings, store, gh, repos, named=bool(repo), no_process=no_process)
     finally:
         save_calls(store)  # this run's GitHub requests, for /metrics (issue 28.4)
 
 
 def _poll(
-    settings: Settings, store: Store, gh: GitHubClient, repos: list[str], *, no_process: bool
+    settings: Settings,
+    store: Store,
+    gh: GitHubClient,
+    repos: list[str],
+    *,
+    named: bool,
+    no_process: bool,
 ) -> None:
-    from landbot.intake.poll import sweep
+    import datetime as dt
+
+    from landbot.intake.poll import sweep_many
+    from landbot.intake.schedule import Intervals, due
     from landbot.pipeline.poll import finish_own_work, hold_sweeps, own_drops
     from landbot.pipeline.wiring import make_worker
     from landbot.store import utcnow
 
-    new: list[int] = []
-    for name in repos:
-        found = sweep(store, gh, name, now=utcnow())
-        typer.echo(f"landbot: {name}: {len(found)} new drop(s)", err=True)
-        new.extend(found)
+    now = utcnow()
+    # Repositories named with --repo are swept now (a person asked); the watched ones when
+    # intake/schedule.py says they can find something.
+    if named:
+        chosen = list(repos)
+    else:
+        intervals = Intervals(
+            active=dt.timedelta(minutes=settings.poll.active_minutes),
+            idle=dt.timedelta(minutes=settings.poll.idle_minutes),
+        )
+        chosen = [d.repo for d in due(repos, store.sweep_states(repos), now, intervals)]
+    swept = sweep_many(store, gh, chosen, now=now, batch=settings.poll.batch)
+    new = swept.new
+    typer.echo(
+        f"landbot: swept {len(swept.swept)} of {len(repos)} repositories in {swept.queries} "
+        f"GraphQL quer{'y' if swept.queries == 1 else 'ies'}: {len(new)} new drop(s)",
+        err=True,
+    )
+    for name, why in swept.missing.items():
+        typer.echo(f"landbot: {name}: not swept: {why}", err=True)
+    if swept.deferred:
+        typer.echo(
+            f"landbot: {len(swept.not_swept)} repositories left for the next run: {swept.deferred}",
+            err=True,
+        )
     if no_process:
         return
     own = own_drops(store, repos, new, now=utcnow())

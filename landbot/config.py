@@ -473,6 +473,30 @@ class BudgetSettings(_Section):
     )
 
 
+class PollSettings(_Section):
+    """Which repositories `landbot poll` sweeps each run (intake/schedule.py, issue 28.2): a
+    repository whose merge queue showed activity lately every run, an idle one rarely."""
+
+    active_minutes: int = Field(
+        60,
+        ge=0,
+        description="how long a repository stays active after its queue showed activity (a "
+        "merge_group or dequeue webhook, a drop, queue entries at a sweep): swept every run",
+    )
+    idle_minutes: int = Field(
+        60,
+        ge=1,
+        description="how often a repository with no recent queue activity is swept (a "
+        "removal no webhook told of is found within this)",
+    )
+    batch: int = Field(
+        50,
+        ge=1,
+        le=100,
+        description="repositories asked in one GraphQL query of a sweep",
+    )
+
+
 class BreakerSettings(_Section):
     """When the repository is the problem (issue 27): a red base branch, and a breaker per
     repository that holds drops that are not their pull requests' fault."""
@@ -626,6 +650,7 @@ class Settings(BaseSettings):
     store: StoreSettings = Field(default_factory=StoreSettings)
     breaker: BreakerSettings = Field(default_factory=BreakerSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    poll: PollSettings = Field(default_factory=PollSettings)
     web: WebSettings = Field(default_factory=WebSettings)
     flaky_issues: FlakyIssuesSettings = Field(default_factory=FlakyIssuesSettings)
     notify: NotifySettings = Field(default_factory=NotifySettings)

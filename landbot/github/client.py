@@ -17,7 +17,8 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -53,6 +54,7 @@ from landbot.github.models import (
     PullRemovals,
     PullState,
     QueueEvent,
+    SweptBatch,
     WorkflowRun,
 )
 from landbot.github.ops import CODEOWNERS_PATHS
@@ -86,6 +88,13 @@ CODEOWNERS_MAX = 3 * 1024 * 1024
 # Permission names GitHub defines; a custom role's name falls back to `permission`.
 ROLES = ("admin", "maintain", "write", "triage", "read", "none")
 _NODE_MEMORY = 10_000  # node id -> repository entries kept for App auth of node-id calls
+# Conditional requests (issue 28.2): the last answers to GETs with their ETags, sent back as
+# `If-None-Match`; GitHub's 304 costs nothing against the primary limit ("Rate limits for the
+# REST API": "making a conditional request ... does not count against your primary rate
+# limit if a 304 response is returned"). Bounded: the least recently used goes first, and an
+# answer over _ETAG_MAX_BYTES is not kept (a big list is rarely read twice unchanged).
+_ETAG_ENTRIES = 512
+_ETAG_MAX_BYTES = 512 * 1024
 
 
 @dataclass(frozen=True)
@@ -175,6 +184,11 @@ class GitHubClient:
         # Whose credentials the request being sent uses (CallRecord.installation).
         self._installation = "token"
         self._token_installations: dict[int, str] = {}
+        # (installation, url, params, accept) -> (ETag, the answer it came with).
+        self._etags: OrderedDict[tuple[str, str, str, str], tuple[str, httpx.Response]] = (
+            OrderedDict()
+        )
+        self.not_modified = 0  # GETs GitHub answered 304 (counted in `calls` too)
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -219,6 +233,56 @@ class GitHubClient:
         out = [self._parse(partial(parse.pull_removals, repo), n, "pull request") for n in nodes]
         for pr in out:
             self._remember(pr.node_id, repo)
+        return out
+
+    def queue_removals_many(self, repos: Sequence[str], *, first: int = 50) -> SweptBatch:
+        """`queue_removals` of several repositories in one GraphQL query, one alias each
+        (without beforeCommit's parents: `commit_parents`). The repositories must share
+        their credentials (one App installation). A repository GitHub answers with an error
+        (missing, not accessible: an error whose path names its alias, null data there) is
+        in `missing`; the others' answers are kept."""
+        if not repos:
+            return SweptBatch({}, {})
+        variables: dict[str, Any] = {"first": first}
+        for i, repo in enumerate(repos):
+            variables[f"owner{i}"], variables[f"name{i}"] = split_repo(repo)
+        text = documents.batched("queue_removals_batch", len(repos))
+        data, errors = self._graphql_partial("queue_removals_batch", text, variables, repos[0])
+        found: dict[str, list[PullRemovals]] = {}
+        missing: dict[str, str] = {}
+        for i, repo in enumerate(repos):
+            repository = data.get(f"r{i}")
+            if repository is None:
+                missing[repo] = errors.get(f"r{i}") or "no data for this repository"
+                continue
+            nodes = ((repository.get("pullRequests") or {}).get("nodes")) or []
+            prs = [
+                self._parse(partial(parse.pull_removals, repo), n, "pull request") for n in nodes
+            ]
+            for pr in prs:
+                self._remember(pr.node_id, repo)
+            found[repo] = prs
+        return SweptBatch(found, missing)
+
+    def commit_parents(
+        self, commits: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], tuple[str, ...]]:
+        """The parents of each (repository, commit oid), in one GraphQL query; a commit
+        GitHub does not have (or a repository it does not answer for) is left out."""
+        if not commits:
+            return {}
+        variables: dict[str, Any] = {}
+        for i, (repo, oid) in enumerate(commits):
+            variables[f"owner{i}"], variables[f"name{i}"] = split_repo(repo)
+            variables[f"oid{i}"] = oid
+        text = documents.batched("commit_parents", len(commits))
+        data, _ = self._graphql_partial("commit_parents", text, variables, commits[0][0])
+        out: dict[tuple[str, str], tuple[str, ...]] = {}
+        for i, key in enumerate(commits):
+            commit = (data.get(f"c{i}") or {}).get("object")
+            if isinstance(commit, dict) and isinstance(commit.get("parents"), dict):
+                nodes = commit["parents"].get("nodes") or []
+                out[key] = tuple(str(n["oid"]) for n in nodes if isinstance(n, dict))
         return out
 
     def latest_queue_removal(self, repo: str, number: int) -> QueueEvent | None:
@@ -825,16 +889,15 @@ class GitHubClient:
         from githubkit.exception import RequestError, RequestFailed, RequestTimeout
 
         gh = self._github()
+        headers = self._headers(authorization, accept)
+        key = self._etag_key(method, url, params, accept)
+        known = self._etags.get(key) if key is not None else None
+        if known is not None:
+            headers["If-None-Match"] = known[0]
         with self._slot(method, url) as answered:
             self.calls += 1
             try:
-                response = gh.request(
-                    method,
-                    url,
-                    params=params,
-                    json=json,
-                    headers=self._headers(authorization, accept),
-                )
+                response = gh.request(method, url, params=params, json=json, headers=headers)
             except RequestFailed as exc:  # includes githubkit's rate-limit subclasses
                 raw = exc.response.raw_response
                 self._observe(url, raw)
@@ -846,9 +909,37 @@ class GitHubClient:
             except RequestError as exc:
                 self._observe(url, None)
                 raise network_error(exc.exc, method, url) from exc
-            self._observe(url, response.raw_response)
-            answered(response.raw_response.status_code, response.raw_response.headers, "")
-            return response.raw_response
+            raw = response.raw_response
+            self._observe(url, raw)
+            answered(raw.status_code, raw.headers, "")
+        if key is None:
+            return raw
+        if raw.status_code == 304 and known is not None:
+            # Not modified: the answer is the one kept with this ETag.
+            self.not_modified += 1
+            self._etags.move_to_end(key)
+            return known[1]
+        self._keep_etag(key, raw)
+        return raw
+
+    def _etag_key(
+        self, method: str, url: str, params: dict[str, Any] | None, accept: str | None
+    ) -> tuple[str, str, str, str] | None:
+        """Where a GET's answer is kept for its next `If-None-Match` (None: not a GET)."""
+        if method.upper() != "GET":
+            return None
+        query = "&".join(f"{k}={v}" for k, v in sorted((params or {}).items()))
+        return (self._installation, url, query, accept or "")
+
+    def _keep_etag(self, key: tuple[str, str, str, str], raw: httpx.Response) -> None:
+        etag = raw.headers.get("etag")
+        if raw.status_code != 200 or not etag or len(raw.content) > _ETAG_MAX_BYTES:
+            self._etags.pop(key, None)
+            return
+        self._etags[key] = (etag, raw)
+        self._etags.move_to_end(key)
+        while len(self._etags) > _ETAG_ENTRIES:
+            self._etags.popitem(last=False)
 
     def _slot(
         self, method: str, url: str
@@ -1043,11 +1134,29 @@ class GitHubClient:
 
     def _graphql(self, name: str, variables: dict[str, Any], *, repo: str | None) -> Any:
         """Run queries/<name>.graphql; the `data` object, or an error for any `errors`."""
-        text = documents.document(name)
+        data, _ = self._run_graphql(name, documents.document(name), variables, repo, False)
+        return data
+
+    def _graphql_partial(
+        self, name: str, text: str, variables: dict[str, Any], repo: str | None
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        """Run a batched query: its `data`, and the messages of the errors whose path starts
+        at an alias, by alias (those aliases' data is null; the rest stands). Any other
+        error (a rate limit, a bad document) is raised as by `_graphql`."""
+        return self._run_graphql(name, text, variables, repo, True)
+
+    def _run_graphql(
+        self,
+        name: str,
+        text: str,
+        variables: dict[str, Any],
+        repo: str | None,
+        partial_ok: bool,
+    ) -> tuple[dict[str, Any], dict[str, str]]:
         mutation = documents.is_mutation(text)
         url = self.settings.graphql_url
 
-        def attempt(authorization: str) -> Any:
+        def attempt(authorization: str) -> tuple[dict[str, Any], dict[str, str]]:
             response = self._exchange(
                 "POST",
                 url,
@@ -1056,6 +1165,7 @@ class GitHubClient:
             )
             body = response.json()
             errors = body.get("errors") if isinstance(body, dict) else None
+            by_alias: dict[str, str] = {}
             if errors:
                 errors = [e if isinstance(e, dict) else {"message": str(e)} for e in errors]
                 types = {str(e.get("type")) for e in errors}
@@ -1067,18 +1177,21 @@ class GitHubClient:
                         method="POST",
                         url=url,
                     )
-                if "NOT_FOUND" in types:
-                    raise NotFound(
-                        response.status_code,
-                        "; ".join(str(e.get("message", "")) for e in errors),
-                        method="POST",
-                        url=url,
-                    )
-                raise GraphQLError(errors, data=body.get("data"), method="POST", url=url)
+                data = body.get("data") if isinstance(body, dict) else None
+                by_alias, others = _alias_errors(errors, data) if partial_ok else ({}, errors)
+                if others:
+                    if "NOT_FOUND" in types:
+                        raise NotFound(
+                            response.status_code,
+                            "; ".join(str(e.get("message", "")) for e in errors),
+                            method="POST",
+                            url=url,
+                        )
+                    raise GraphQLError(errors, data=data, method="POST", url=url)
             data = body.get("data") if isinstance(body, dict) else None
             if not isinstance(data, dict):
                 raise GitHubError(response.status_code, f"GraphQL {name}: no data in the answer")
-            return data
+            return data, by_alias
 
         return self._call(attempt, repo=repo, mutation=mutation)
 
@@ -1156,6 +1269,25 @@ class GitHubClient:
             raise GitHubError(
                 200, f"unexpected {what} object from GitHub (missing or bad {exc})"
             ) from None
+
+
+def _alias_errors(
+    errors: list[dict[str, Any]], data: Any
+) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """The errors of a batched query that belong to one alias (their path starts with it,
+    and its data is null), their messages by alias; and the other errors (no one
+    repository's: the caller raises them)."""
+    by_alias: dict[str, str] = {}
+    others: list[dict[str, Any]] = []
+    for e in errors:
+        path = e.get("path")
+        alias = path[0] if isinstance(path, list) and path else None
+        if not isinstance(alias, str) or not isinstance(data, dict) or data.get(alias) is not None:
+            others.append(e)
+            continue
+        message = str(e.get("message", ""))
+        by_alias[alias] = f"{by_alias[alias]}; {message}" if alias in by_alias else message
+    return by_alias, others
 
 
 def _annotation_batches(output: CheckOutput | None) -> list[tuple[Annotation, ...]]:

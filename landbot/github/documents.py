@@ -38,6 +38,34 @@ def document(name: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
+# A batched document's one aliased line (`r0: repository(...) {...}`) and the per-alias
+# variables of its header (`$owner0: String!`): `batched` repeats both for each alias.
+_ALIAS_LINE = re.compile(r"^[ \t]*[a-z]+0: .*$", re.M)
+_ALIAS_VARIABLE = re.compile(r"\$([A-Za-z]+)0: ([A-Za-z!\[\]]+)")
+_ALIAS_NAME = re.compile(r"\b([A-Za-z]+)0\b")
+
+
+def batched(name: str, count: int) -> str:
+    """queries/<name>.graphql with its one aliased line repeated `count` times (aliases and
+    their variables numbered 0 to count-1): several repositories in one query, each under
+    its own alias, so one repository's error names its alias and spares the others."""
+    if count < 1:
+        raise ValueError(f"a batch of {count} aliases: ask for at least one")
+    text = document(name)
+    lines = _ALIAS_LINE.findall(text)
+    if len(lines) != 1:
+        raise ValueError(f"queries/{name}.graphql has no single aliased line ending in 0")
+    [line] = lines
+    header_end = text.index("{")
+    header = _ALIAS_VARIABLE.sub(
+        lambda m: ", ".join(f"${m[1]}{i}: {m[2]}" for i in range(count)), text[:header_end]
+    )
+    body = text[header_end:].replace(
+        line, "\n".join(_ALIAS_NAME.sub(rf"\g<1>{i}", line) for i in range(count)), 1
+    )
+    return header + body
+
+
 def is_mutation(text: str) -> bool:
     """Whether a document is a mutation (so a 5xx must not be retried blindly)."""
     match = _OPERATION.match(text)

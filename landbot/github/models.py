@@ -255,6 +255,16 @@ class PullRemovals:
 
 
 @dataclass(frozen=True)
+class SweptBatch:
+    """One batched sweep query's answer: each repository's pull requests, and the
+    repositories GitHub answered with an error instead (missing, not accessible), with its
+    message; one repository's error does not lose the others' answers."""
+
+    found: dict[str, list[PullRemovals]]
+    missing: dict[str, str]
+
+
+@dataclass(frozen=True)
 class MergeQueueEntry:
     id: str
     state: str  # AWAITING_CHECKS | LOCKED | MERGEABLE | QUEUED | UNMERGEABLE

@@ -6,7 +6,7 @@ One signature per operation, composed into one Protocol per stage.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -26,6 +26,7 @@ from landbot.github.models import (
     PullRemovals,
     PullState,
     QueueEvent,
+    SweptBatch,
     WorkflowRun,
 )
 
@@ -52,6 +53,20 @@ class SweepOps(Protocol):
     """The poller's one call (the land stage also reads a PR's queue events from it)."""
 
     def queue_removals(self, repo: str, *, first: int = 50) -> list[PullRemovals]: ...
+
+
+class BatchSweepOps(Protocol):
+    """`landbot poll`'s batched sweep: several repositories per GraphQL query."""
+
+    def queue_removals_many(self, repos: Sequence[str], *, first: int = 50) -> SweptBatch: ...
+
+    def commit_parents(
+        self, commits: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], tuple[str, ...]]: ...
+
+    def installation_of(self, repo: str) -> str:
+        """The credentials `repo` is reached with: one batch never mixes two."""
+        ...
 
 
 class ReadsFiles(Protocol):

@@ -197,6 +197,8 @@ def _record_drop(
         delivery_id=delivery_id,
         removal_id=removal_id,
     )
+    # A removal is the queue moving: the repository's sweeps come every run for a while.
+    store.note_queue_activity(repo, observed_at)
     if same is not None:
         return same, False
     drop_id, created = store.add_drop(
@@ -255,6 +257,7 @@ def _dequeued(d: WebhookEvent[payloads.PullRequestDequeued], store: Store) -> st
 @route("pull_request", "enqueued", payloads.PullRequestEvent)
 def _enqueued(d: WebhookEvent[payloads.PullRequestEvent], store: Store) -> str:
     repo, number = _pr(d)
+    store.note_queue_activity(repo, d.received_at)  # the queue moved: sweep it often
     return f"{repo}#{number} entered the queue"
 
 
@@ -295,6 +298,7 @@ def _store_group(d: WebhookEvent[payloads.MergeGroupEvent], store: Store, status
     ref = parse_group_ref(group.head_ref)
     if d.repo is None or ref is None or group.head_sha is None:
         return "merge_group without a gh-readonly-queue ref"
+    store.note_queue_activity(d.repo, d.received_at)  # the queue moved: sweep it often
     store.remember_group(
         repo=d.repo,
         pr=ref.pr,

@@ -23,6 +23,8 @@ class RecordedRequest:
     operation: str | None = None  # the GraphQL operation name
     authorized: bool = False  # an Authorization header was sent
     at: float = 0.0  # when it arrived, on the server's Limits clock (epoch seconds)
+    points: int = 0  # a GraphQL query's cost in GitHub's points (graphql_cost.py)
+    conditional: bool = False  # a GET answered 304 Not Modified (costs nothing at GitHub)
 
 
 class RequestLog:
@@ -46,6 +48,16 @@ class RequestLog:
                 and (operation is None or e.operation == operation)
                 and (status is None or e.status == status)
             )
+
+    def points(self, *, operation: str | None = None) -> int:
+        """GraphQL points charged (of one operation when named), as GitHub computes them."""
+        with self._lock:
+            return sum(e.points for e in self.entries if operation in (None, e.operation))
+
+    def not_modified(self) -> int:
+        """Conditional GETs answered 304 (counted as calls, free at GitHub)."""
+        with self._lock:
+            return sum(1 for e in self.entries if e.conditional)
 
     def counts(self) -> Counter[str]:
         with self._lock:

@@ -12,6 +12,7 @@ from typing import Any
 
 from graphql import ExecutionResult, GraphQLError, execute
 
+from landbot.sim.graphql_cost import cost
 from landbot.sim.graphql_resolvers import (
     Context,
     GraphQLFailure,
@@ -61,16 +62,23 @@ def _format(err: GraphQLError) -> dict[str, Any]:
 
 def answer(gh: FakeGitHub, ctx: Context, body: Any) -> dict[str, Any]:
     """The JSON GitHub would send back for this request body (always HTTP 200)."""
+    return answer_and_cost(gh, ctx, body)[0]
+
+
+def answer_and_cost(gh: FakeGitHub, ctx: Context, body: Any) -> tuple[dict[str, Any], int]:
+    """`answer`, and the points GitHub charges for it (graphql_cost.py; 1 for a document
+    that is not run)."""
     if not isinstance(body, dict) or not isinstance(body.get("query"), str):
         return {
             "errors": [{"message": "A query attribute must be specified and must be a string."}]
-        }
+        }, 1
     variables = body.get("variables") or {}
     if not isinstance(variables, dict):
-        return {"errors": [{"message": "Variables are invalid JSON."}]}
+        return {"errors": [{"message": "Variables are invalid JSON."}]}, 1
     document, errors = parse_and_validate(body["query"])
     if document is None:
-        return {"errors": errors}
+        return {"errors": errors}, 1
+    points = cost(document, variables, body.get("operationName") or None).points
     with gh.lock:
         result = execute(
             github_schema(),
@@ -87,4 +95,4 @@ def answer(gh: FakeGitHub, ctx: Context, body: Any) -> dict[str, Any]:
         out["data"] = result.data
     if result.errors:
         out["errors"] = [_format(e) for e in result.errors]
-    return out
+    return out, points

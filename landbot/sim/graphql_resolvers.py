@@ -270,6 +270,16 @@ class RepositoryObject:
     def viewer_permission(self) -> str:
         return self.ctx.gh.permission(self.repo, self.ctx.viewer).upper()
 
+    def object(self, oid: str | None = None, expression: str | None = None) -> Commit | None:
+        """A commit by its oid (GitHub answers null for an object it does not have)."""
+        if oid is None:
+            raise NotServed("Repository", "object(expression:)")
+        try:
+            git.parents(self.repo.require_git(), oid)
+        except Exception:  # not a commit of this repository: null, as GitHub answers
+            return None
+        return Commit(self.ctx, self.repo, oid)
+
     def pull_request(self, number: int) -> PullRequestObject:
         pr = self.repo.pulls.get(number)
         if pr is None:

@@ -153,8 +153,9 @@ class Limits:
             window.remaining -= 1
         return None
 
-    def headers(self, credential: str | None, resource: str) -> dict[str, str]:
-        """The `x-ratelimit-*` headers of an answer given now."""
+    def headers(self, credential: str | None, resource: str, points: int = 1) -> dict[str, str]:
+        """The `x-ratelimit-*` headers of an answer given now, that cost `points` (a REST
+        call 1, a GraphQL query its cost: graphql_cost.py; a 304 0)."""
         with self._lock:
             now = self.clock()
             window = self._windows.get(resource)
@@ -163,7 +164,7 @@ class Limits:
             else:
                 hour = int(now) // 3600
                 key = (f"{credential}:{hour}", resource)
-                used = self._used.get(key, 0) + 1
+                used = self._used.get(key, 0) + points
                 self._used[key] = used
                 remaining, reset = max(0, LIMIT - used), float((hour + 1) * 3600)
         return {

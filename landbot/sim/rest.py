@@ -24,7 +24,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from landbot.sim import git, payloads
 from landbot.sim.auth import Caller
-from landbot.sim.graphql_api import answer
+from landbot.sim.graphql_api import answer_and_cost
 from landbot.sim.graphql_resolvers import Context
 from landbot.sim.ids import iso
 from landbot.sim.model import WRITE_ROLES, FakeGitHub, Forbidden, NotFound, Unprocessable
@@ -1016,7 +1016,13 @@ def graphql(call: Call) -> Response:
     except ValueError:
         raise BadRequest("Problems parsing JSON") from None
     ctx = Context(call.gh, call.caller.token.login, call.caller.token.installation_id)
-    return JSONResponse(answer(call.gh, ctx, body))
+    data, points = answer_and_cost(call.gh, ctx, body)
+    # The server charges these points against the graphql budget and drops the header.
+    return JSONResponse(data, headers={COST_HEADER: str(points)})
+
+
+# How the GraphQL handler tells the server its answer's cost (not sent to the client).
+COST_HEADER = "x-landbot-sim-cost"
 
 
 @dataclass(frozen=True)

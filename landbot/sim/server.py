@@ -13,6 +13,7 @@ valid credential), then answered from the model after `gh.sync()` noticed any gi
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import secrets
 import socket
@@ -36,7 +37,7 @@ from landbot.sim.graphql_api import operation_name
 from landbot.sim.limits import Limits, Refusal
 from landbot.sim.model import FakeGitHub, FakeGitHubError
 from landbot.sim.payloads import Urls
-from landbot.sim.rest import ROUTES, BadRequest, Call, RouteSpec, error
+from landbot.sim.rest import COST_HEADER, ROUTES, BadRequest, Call, RouteSpec, error
 from landbot.sim.state import App
 
 
@@ -63,6 +64,24 @@ _CONTENT_ROUTES = ("/comments", "/issues", "/reactions", "/check-runs")
 
 def _creates_content(spec: RouteSpec) -> bool:
     return spec.method == "POST" and spec.template.endswith(_CONTENT_ROUTES)
+
+
+def _conditional(spec: RouteSpec, request: Request, response: Response) -> Response:
+    """GitHub's conditional GETs: a 200 carries an `ETag` (its body's digest, weak, as
+    GitHub's mostly are), and a request whose `If-None-Match` names it is answered 304 Not
+    Modified with no body."""
+    if (
+        spec.method != "GET"
+        or response.status_code != 200
+        or not isinstance(response, JSONResponse)
+    ):
+        return response
+    etag = f'W/"{hashlib.sha256(bytes(response.body)).hexdigest()[:32]}"'
+    asked = {t.strip() for t in request.headers.get("if-none-match", "").split(",")}
+    if etag in asked or "*" in asked:
+        return Response(status_code=304, headers={"etag": etag})
+    response.headers["etag"] = etag
+    return response
 
 
 class ModelRef:
@@ -105,6 +124,9 @@ def create_app(
                 )
                 return _NoAnswer()
             response = _answer(spec, request, body, operation)
+            points = int(response.headers.get(COST_HEADER, "0"))
+            if COST_HEADER in response.headers:
+                del response.headers[COST_HEADER]
             response.headers.setdefault("x-github-request-id", uuid.uuid4().hex[:20].upper())
             version = request.headers.get("x-github-api-version", "2022-11-28")
             response.headers.setdefault("x-github-api-version-selected", version)
@@ -117,6 +139,8 @@ def create_app(
                     operation=operation,
                     authorized="authorization" in request.headers,
                     at=arrived,
+                    points=points,
+                    conditional=response.status_code == 304,
                 )
             )
             return response
@@ -155,9 +179,13 @@ def create_app(
             # Handlers read the model's dicts: hold its lock against a test thread's writes.
             with gh.lock:
                 response = spec.handler(call)
+            response = _conditional(spec, request, response)
+            # A 304 costs nothing against the primary limit, as at GitHub.
+            free = response.status_code == 304
+            points = 0 if free else int(response.headers.get(COST_HEADER, "1"))
             if spec.auth != "none":
                 credential = request.headers.get("authorization")
-                for key, value in rates.headers(credential, spec.resource).items():
+                for key, value in rates.headers(credential, spec.resource, points).items():
                     response.headers.setdefault(key, value)
         except AuthError as exc:
             response = error(401, exc.message)

@@ -17,6 +17,7 @@ from landbot.store.records import (
     StoredJob,
     StoredPost,
     StoredRepoFile,
+    StoredSweep,
 )
 from landbot.store.store import Lease, Store, utcnow
 
@@ -38,5 +39,6 @@ __all__ = [
     "StoredJob",
     "StoredPost",
     "StoredRepoFile",
+    "StoredSweep",
     "utcnow",
 ]

@@ -351,3 +351,13 @@ class StoredBreaker:
     issue_state: str | None
     issue_body_sha: str | None
     updated_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class StoredSweep:
+    """A row of `repo_sweeps`: when `landbot poll` last swept the repository (None: never)
+    and when its merge queue last showed activity (None: never seen)."""
+
+    repo: str
+    swept_at: dt.datetime | None
+    active_at: dt.datetime | None

@@ -37,6 +37,7 @@ from landbot.store.records import (
     StoredJob,
     StoredPost,
     StoredRepoFile,
+    StoredSweep,
 )
 from landbot.store.tables import (
     actions,
@@ -55,6 +56,7 @@ from landbot.store.tables import (
     merge_groups,
     pr_actions,
     repo_files,
+    repo_sweeps,
     server_errors,
     test_failures,
 )
@@ -172,6 +174,8 @@ class Store:
         )
         # A push webhook and a read may create a repository's file row at once.
         self._insert_repo_file = insert(repo_files).on_conflict_do_nothing(index_elements=["repo"])
+        # A webhook and a sweep may make a repository's sweep row at once: one row.
+        self._insert_sweep = insert(repo_sweeps).on_conflict_do_nothing(index_elements=["repo"])
         # Two drops on one base may fetch its baseline at once: the first row stays (the
         # same run's same job: the same log).
         self._insert_baseline = (
@@ -1938,6 +1942,42 @@ class Store:
                 ],
             )
         return int(gone or 0)
+
+    # --- sweeps (issue 28.2) ------------------------------------------------------------
+
+    def sweep_states(self, repos: Iterable[str]) -> dict[str, StoredSweep]:
+        """The sweep rows of `repos`, by lowercased name (a repository never seen: none)."""
+        keys = sorted({r.lower() for r in repos})
+        out: dict[str, StoredSweep] = {}
+        with self.engine.connect() as conn:
+            # In slices: a thousand names stay under every backend's bound-parameter limit.
+            for i in range(0, len(keys), 500):
+                part = keys[i : i + 500]
+                rows = conn.execute(sa.select(repo_sweeps).where(repo_sweeps.c.repo.in_(part)))
+                for row in rows:
+                    out[row.repo] = StoredSweep(**_fields(row))
+        return out
+
+    def note_queue_activity(self, repo: str, at: dt.datetime) -> None:
+        """The repository's merge queue showed activity at `at` (a webhook, a drop, entries
+        seen): its sweeps come every run while that is recent. An older time changes nothing."""
+        key = repo.lower()
+        t = repo_sweeps
+        with self.tx() as conn:
+            conn.execute(self._insert_sweep.values(repo=key))
+            conn.execute(
+                t.update()
+                .where(t.c.repo == key, sa.or_(t.c.active_at.is_(None), t.c.active_at < at))
+                .values(active_at=at)
+            )
+
+    def note_swept(self, repos: Iterable[str], at: dt.datetime) -> None:
+        """`repos` were swept at `at` (their answers came, with or without removals)."""
+        t = repo_sweeps
+        with self.tx() as conn:
+            for key in sorted({r.lower() for r in repos}):
+                conn.execute(self._insert_sweep.values(repo=key))
+                conn.execute(t.update().where(t.c.repo == key).values(swept_at=at))
 
     # --- leasing ---------------------------------------------------------------------
 

@@ -432,3 +432,16 @@ flaky_issues = sa.Table(
     sa.Column("updated_at", TS, nullable=False),
     sa.UniqueConstraint("repo", "test", name="uq_flaky_issues_test"),
 )
+
+
+# Revision 0015: each watched repository's sweep state (issue 28.2): when `landbot poll` last
+# swept it, and when its queue last showed activity (a merge_group or dequeue webhook, a drop
+# recorded, entries in the queue at a sweep). `repo` lowercased. intake/poll.py `due`
+# decides from these which repositories a run sweeps.
+repo_sweeps = sa.Table(
+    "repo_sweeps",
+    metadata,
+    sa.Column("repo", Str(200), primary_key=True),
+    sa.Column("swept_at", TS),
+    sa.Column("active_at", TS),
+)

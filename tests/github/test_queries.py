@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from graphql import DocumentNode, GraphQLSchema, build_ast_schema, parse, validate, validate_schema
+from graphql import (
+    DocumentNode,
+    GraphQLSchema,
+    OperationDefinitionNode,
+    build_ast_schema,
+    parse,
+    validate,
+    validate_schema,
+)
 from graphql.validation.validate import validate_sdl
 
 from landbot.github import documents
@@ -109,5 +119,33 @@ def test_mutations_are_told_from_queries() -> None:
     assert not kinds["merge_queue_entries"]
     # ...and agree with graphql-core's reading of each document
     for name in ALL:
-        (op,) = parse(documents.document(name)).definitions
-        assert (op.operation.value == "mutation") == kinds[name]  # type: ignore[attr-defined]
+        # One operation per document; a batched one carries its fragment beside it.
+        (op,) = [
+            d
+            for d in parse(documents.document(name)).definitions
+            if isinstance(d, OperationDefinitionNode)
+        ]
+        assert (op.operation.value == "mutation") == kinds[name]
+
+
+@pytest.mark.parametrize("name", ["queue_removals_batch", "commit_parents"])
+@pytest.mark.parametrize("count", [1, 3, 50])
+def test_a_batched_document_validates_for_any_number_of_aliases(
+    schema: GraphQLSchema, name: str, count: int
+) -> None:
+    text = documents.batched(name, count)
+    assert errors_of(schema, text) == []
+    (op,) = [d for d in parse(text).definitions if isinstance(d, OperationDefinitionNode)]
+    assert len(op.selection_set.selections) == count  # one alias a repository or commit
+
+
+def test_the_batched_sweep_asks_what_the_single_sweep_asks_but_the_parents() -> None:
+    """The batch leaves out only beforeCommit's parents (asked after, where needed); the
+    control: the single sweep's document has them."""
+
+    def fields(text: str) -> set[str]:
+        return set(re.findall(r"\b([a-zA-Z_]+)\b(?=\s*[({\n])", text.split("{", 1)[1]))
+
+    single, batch = documents.document("queue_removals"), documents.document("queue_removals_batch")
+    assert fields(single) - fields(batch) == {"parents"}
+    assert "parents" in single
