@@ -205,6 +205,8 @@ LONGEST: dict[tuple[str, str], str] = {
     ("call_counts", "installation"): str(2**63),
     ("call_counts", "api"): "graphql",
     ("call_counts", "status"): "error",
+    # intake/schedule.py via the store: a watched repository's name, lowercased
+    ("repo_sweeps", "repo"): REPO.lower(),
     # pipeline/flaky_issues.py: one issue per flaky test (its id as the ledger keeps it)
     ("flaky_issues", "repo"): REPO,
     ("flaky_issues", "test"): "t" * TEST_ID_CHARS,
@@ -358,6 +360,7 @@ def test_the_longest_values_are_stored_and_read_back(store: Store) -> None:
     store.note_server_error(REPO, now)
     labels = (v[("call_counts", "installation")], v[("call_counts", "api")], "error")
     store.save_call_counts(v[("call_counts", "process")], {labels: 2**62}, now)
+    store.note_queue_activity(REPO, now)
 
     for (table, column), value in sorted(LONGEST.items()):
         # Leases end and statuses move on: those were checked when written, above.
