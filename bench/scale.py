@@ -80,7 +80,9 @@ DAY = 86_400.0
 # A day's drops by kind: what a busy organisation's queues drop (a guess, stated as one).
 MIX = {"flaky": 0.40, "genuine": 0.25, "conflict": 0.10, "timeout": 0.10, "manual": 0.15}
 ACTIONABLE = {"flaky", "genuine", "conflict", "timeout"}
-SWEEP_OPERATION = "QueueRemovals"
+# The poll sweep's GraphQL operations: one repository's, the batched one (issue 28.2), and
+# the small follow-up asking for removal commits' parents.
+SWEEP_OPERATIONS = ("QueueRemovals", "QueueRemovalsBatch", "CommitParents")
 
 
 # --- the child processes: the real CLI commands --------------------------------------------
@@ -718,7 +720,7 @@ class Scale:
         per_hour: dict[str, Counter[int]] = defaultdict(Counter)
         for c in calls:
             per_hour[c.resource][int(c.at // 3600)] += 1
-        sweep_calls = sum(1 for c in calls if c.key.endswith(SWEEP_OPERATION))
+        sweep_calls = sum(1 for c in calls if c.key.endswith(SWEEP_OPERATIONS))
         budgeted = [c for c in calls if c.resource != "storage"]
         drop_calls = len(budgeted) - sweep_calls
         hours = max(1.0, sim_end / 3600)

@@ -66,7 +66,8 @@ def test_the_smallest_scale_run_produces_sane_figures(postgres_url: str) -> None
     assert figures["rest"]["total"] > 0 and figures["graphql_points"]["total"] > 0
     assert 2 <= figures["calls_per_actionable_drop"] <= 60, text
     assert figures["refused_by_budget"] == 0
-    assert figures["sweeps"] >= 1 and figures["points_per_repo_sweep"] >= 1, text
+    # A batched sweep asks for several repositories in one query: under a point each.
+    assert figures["sweeps"] >= 1 and figures["points_per_repo_sweep"] > 0, text
     assert figures["throughput_actions_per_s"] > 0
     demand = figures["peak_hour_demand_full_size"]
     assert demand["repos"] == 1000 and demand["graphql_points"] >= demand["of_which_sweep"] > 0
