@@ -109,6 +109,8 @@ GRAPHQL: dict[str, Need] = {
     "query repository.pullRequest": (("pull_requests", R),),
     "query repository.pullRequests": (("pull_requests", R),),
     "query repository.mergeQueue": (("merge_queues", R),),
+    # a commit's parents (the sweep's follow-up for a removal's beforeCommit: issue 28.2)
+    "query repository.object": (("contents", R),),
     "mutation enqueuePullRequest": (("merge_queues", W),),
     "mutation dequeuePullRequest": (("merge_queues", W),),
     "mutation enablePullRequestAutoMerge": (("pull_requests", W),),
