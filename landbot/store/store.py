@@ -7,6 +7,7 @@ delivery whose lease expired is handed to the next worker that asks.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 import threading
@@ -40,6 +41,7 @@ from landbot.store.records import (
     StoredSweep,
 )
 from landbot.store.tables import (
+    TS,
     actions,
     baseline_runs,
     baselines,
@@ -1991,67 +1993,32 @@ class Store:
         drop_ids: Sequence[int] | None = None,
     ) -> sa.Row[Any] | None:
         now = utcnow()
-        free = sa.or_(
-            table.c.status == "pending" if table is deliveries else table.c.status == "queued",
-            sa.and_(table.c.status == "leased", table.c.lease_expires_at < now),
-        )
-        cond = [free]
+        pg = self.engine.dialect.name == "postgresql"
+        params: dict[str, Any] = {"now": now}
         if kinds is not None:
-            cond.append(table.c.kind.in_(kinds))
+            params["kinds"] = list(kinds)
         if drop_ids is not None:
-            cond.append(table.c.drop_id.in_(drop_ids))
-        if "not_before" in table.c:
-            cond.append(sa.or_(table.c.not_before.is_(None), table.c.not_before <= now))
-        if table is jobs:
-            # One job of a pull request in flight at a time: a second job of it (the fix job
-            # a drop job queued, a command) would race the first's comments and mutations.
-            other = jobs.alias("other")
-            busy = sa.exists().where(
-                other.c.repo == jobs.c.repo,
-                other.c.pr == jobs.c.pr,
-                other.c.id != jobs.c.id,
-                other.c.status == "leased",
-                other.c.lease_expires_at >= now,
-            )
-            cond.append(sa.or_(jobs.c.pr.is_(None), jobs.c.repo.is_(None), ~busy))
-        pick = sa.select(table.c.id).where(*cond).order_by(table.c.id).limit(1)
+            params["drop_ids"] = list(drop_ids)
         with self.tx() as conn:
-            if table is jobs and conn.dialect.name == "postgresql":
+            if table is jobs and pg:
                 # The cap and the one-job-per-PR rule are read in the same write transaction
                 # as the lease, so two workers cannot both take the last slot or two jobs of
                 # one PR. SQLite's BEGIN IMMEDIATE serializes them; PostgreSQL's READ
                 # COMMITTED needs a lock to do the same (each statement then sees the
                 # leases committed before it).
                 _serialize_leases(conn)
+            capped = False
             if cap is not None:
-                running = conn.execute(
-                    sa.select(sa.func.count())
-                    .select_from(table)
-                    .where(
-                        table.c.kind == cap[0],
-                        table.c.status == "leased",
-                        table.c.lease_expires_at >= now,
-                    )
-                ).scalar_one()
-                if running >= cap[1]:
-                    pick = pick.where(table.c.kind != cap[0])
-            if conn.dialect.name == "postgresql":
-                # Several landbot processes share PostgreSQL: skip rows another one holds.
-                pick = pick.with_for_update(skip_locked=True)
-            found = conn.execute(pick).first()
+                params["cap_kind"] = cap[0]
+                running = conn.execute(_running_of_kind(table.name), params).scalar_one()
+                capped = running >= cap[1]
+            pick = _lease_pick(table.name, kinds is not None, drop_ids is not None, capped, pg)
+            found = conn.execute(pick, params).first()
             if found is None:
                 return None
-            conn.execute(
-                table.update()
-                .where(table.c.id == found.id)
-                .values(
-                    status="leased",
-                    lease_owner=owner,
-                    lease_expires_at=now + ttl,
-                    attempts=table.c.attempts + 1,
-                )
-            )
-            return conn.execute(sa.select(table).where(table.c.id == found.id)).one()
+            update, reread = _lease_take(table.name)
+            conn.execute(update, {"b_id": found.id, "b_owner": owner, "b_until": now + ttl})
+            return conn.execute(reread, {"b_id": found.id}).one()
 
     def _finish(
         self,
@@ -2076,6 +2043,83 @@ class Store:
                 .values(**values)
             )
             return res.rowcount == 1
+
+
+# The lease statements, built once per shape with bound parameters: building them anew
+# for every lease (an alias of `jobs` copies its columns) and generating their cache keys
+# was most of a lease's CPU, paid twice per worker step, idle or not.
+_LEASED = {deliveries.name: deliveries, jobs.name: jobs}
+
+
+@functools.cache
+def _lease_pick(name: str, kinds: bool, drop_ids: bool, capped: bool, pg: bool) -> sa.Select[Any]:
+    """The oldest runnable row's id: free (new, or leased and expired), of the kinds and
+    drops asked (`:kinds`, `:drop_ids`), due (`not_before`), not of `:cap_kind` when that
+    kind is at its cap, and for jobs none of a PR another unexpired lease holds."""
+    table = _LEASED[name]
+    now = sa.bindparam("now", type_=TS())
+    free = sa.or_(
+        table.c.status == "pending" if table is deliveries else table.c.status == "queued",
+        sa.and_(table.c.status == "leased", table.c.lease_expires_at < now),
+    )
+    cond: list[Any] = [free]
+    if kinds:
+        cond.append(table.c.kind.in_(sa.bindparam("kinds", expanding=True)))
+    if drop_ids:
+        cond.append(table.c.drop_id.in_(sa.bindparam("drop_ids", expanding=True)))
+    if "not_before" in table.c:
+        cond.append(sa.or_(table.c.not_before.is_(None), table.c.not_before <= now))
+    if table is jobs:
+        # One job of a pull request in flight at a time: a second job of it (the fix job
+        # a drop job queued, a command) would race the first's comments and mutations.
+        other = jobs.alias("other")
+        busy = sa.exists().where(
+            other.c.repo == jobs.c.repo,
+            other.c.pr == jobs.c.pr,
+            other.c.id != jobs.c.id,
+            other.c.status == "leased",
+            other.c.lease_expires_at >= now,
+        )
+        cond.append(sa.or_(jobs.c.pr.is_(None), jobs.c.repo.is_(None), ~busy))
+    if capped:
+        cond.append(table.c.kind != sa.bindparam("cap_kind"))
+    pick = sa.select(table.c.id).where(*cond).order_by(table.c.id).limit(1)
+    if pg:
+        # Several landbot processes share PostgreSQL: skip rows another one holds.
+        pick = pick.with_for_update(skip_locked=True)
+    return pick
+
+
+@functools.cache
+def _running_of_kind(name: str) -> sa.Select[Any]:
+    """How many rows of `:cap_kind` hold an unexpired lease (the fixer's cap)."""
+    table = _LEASED[name]
+    return (
+        sa.select(sa.func.count())
+        .select_from(table)
+        .where(
+            table.c.kind == sa.bindparam("cap_kind"),
+            table.c.status == "leased",
+            table.c.lease_expires_at >= sa.bindparam("now", type_=TS()),
+        )
+    )
+
+
+@functools.cache
+def _lease_take(name: str) -> tuple[sa.Update, sa.Select[Any]]:
+    """Take row `:b_id` for `:b_owner` until `:b_until`, then read it back."""
+    table = _LEASED[name]
+    update = (
+        table.update()
+        .where(table.c.id == sa.bindparam("b_id"))
+        .values(
+            status="leased",
+            lease_owner=sa.bindparam("b_owner"),
+            lease_expires_at=sa.bindparam("b_until", type_=TS()),
+            attempts=table.c.attempts + 1,
+        )
+    )
+    return update, sa.select(table).where(table.c.id == sa.bindparam("b_id"))
 
 
 def _serialize_leases(conn: sa.Connection) -> None:
