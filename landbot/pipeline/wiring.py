@@ -61,11 +61,11 @@ def make_github(settings: Settings) -> GitHubClient:
 
 def save_calls(store: Store) -> None:
     """Save this process's GitHub request counts in the store now (a short-lived command's
-    last act; a worker saves its own every few seconds)."""
+    last act, in its `finally`; a worker saves its own every few seconds)."""
     from landbot.github.tally import PROCESS_TALLY
-    from landbot.store import utcnow
+    from landbot.pipeline.worker import save_tally
 
-    store.save_call_counts(PROCESS_TALLY.process, PROCESS_TALLY.snapshot(), utcnow())
+    save_tally(store, PROCESS_TALLY)
 
 
 def make_repo_settings(settings: Settings, store: Store, gh: GitHubClient) -> RepoSettings:

@@ -85,6 +85,18 @@ def failpoint_from_env() -> Callable[[str], None]:
     return hit
 
 
+def save_tally(store: Store, tally: CallTally) -> bool:
+    """Save a process's GitHub request counts; a failure is logged, never raised (a command
+    ending on an error must show that error, not this one), and the counts being absolute,
+    the next save makes up for it."""
+    try:
+        store.save_call_counts(tally.process, tally.snapshot(), utcnow())
+    except Exception as exc:
+        logs.event(log, "GitHub call counts not saved", logging.WARNING, error=exc)
+        return False
+    return True
+
+
 class Worker:
     def __init__(
         self,
@@ -180,14 +192,7 @@ class Worker:
     def save_calls(self) -> bool:
         """Save the counts now (`landbot poll` does as it ends); a failure is logged: the
         counts are absolute, so the next save makes up for it."""
-        if self.calls is None:
-            return False
-        try:
-            self.store.save_call_counts(self.calls.process, self.calls.snapshot(), utcnow())
-        except Exception as exc:
-            logs.event(log, "GitHub call counts not saved", logging.WARNING, error=exc)
-            return False
-        return True
+        return self.calls is not None and save_tally(self.store, self.calls)
 
     def prune_due(self, every: float = PRUNE_EVERY_S) -> bool:
         """Prune the store when `every` seconds have passed since this worker last did (at

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -263,3 +264,18 @@ def needs_bwrap() -> None:
 
     if shutil.which("bwrap") is None:
         pytest.fail("bubblewrap is not installed: run scripts/setup (CI installs it)")
+
+
+def load_bench(name: str) -> ModuleType:
+    """bench/NAME.py as a module (bench/ is not a package): the soak and the scale bench,
+    run small by their tests so they cannot rot."""
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parents[2] / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"landbot_bench_{name}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module

@@ -7,27 +7,13 @@ was counted against the budget and every process's memory measured.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "scale.py"
+from .conftest import load_bench
 
-
-def load_scale() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("landbot_bench_scale", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-scale = load_scale()
+scale = load_bench("scale")
 
 
 def test_the_day_is_planned_over_the_whole_day_with_bursts() -> None:

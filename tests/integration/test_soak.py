@@ -10,27 +10,13 @@ drop, and do something (re-enqueue and hand back), so the invariants are not vac
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "soak.py"
+from .conftest import load_bench
 
-
-def load_soak() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("landbot_bench_soak", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-soak = load_soak()
+soak = load_bench("soak")
 ZERO = {
     "drops_lost": 0,
     "deliveries_failed": 0,
